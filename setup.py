@@ -1,0 +1,17 @@
+"""Builds unidev's native binding, unidev._C (pybind11); everything else is in pyproject.toml."""
+
+from pybind11.setup_helpers import Pybind11Extension
+from setuptools import setup
+
+setup(
+    ext_modules=[
+        Pybind11Extension(
+            "unidev._C",
+            ["unidev/csrc/binding.cpp"],
+            include_dirs=["unidev/include"],
+            cxx_std=17,
+            libraries=["dl"],
+            extra_compile_args=["-O2", "-fvisibility=hidden"],
+        )
+    ],
+)

@@ -1,0 +1,44 @@
+"""Shared fixtures: the C test plugin built once per session and made discoverable."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from testplugin import make_site  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def plugin_sites(tmp_path_factory) -> tuple[Path, Path]:
+    """(good site, broken site): folders to put on sys.path / PYTHONPATH."""
+    return make_site(tmp_path_factory.mktemp("plugins"))
+
+
+@pytest.fixture(scope="session")
+def testdev(plugin_sites) -> str:
+    """The test plugin, discoverable in this process through its entry point."""
+    from unidev.core import discovery
+
+    good, _ = plugin_sites
+    if str(good) not in sys.path:
+        sys.path.insert(0, str(good))
+    importlib.invalidate_caches()
+    discovery.reset()
+    rec = discovery.get("testdev")
+    assert rec.status == "ok", rec.error
+    return "testdev"
+
+
+@pytest.fixture
+def subprocess_env(plugin_sites) -> dict:
+    """Environment for a child Python that sees the good and the broken plugins."""
+    good, bad = plugin_sites
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(good), str(bad), env.get("PYTHONPATH", "")])
+    return env

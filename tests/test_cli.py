@@ -1,0 +1,35 @@
+"""The unidev command: list, info and doctor, run as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "unidev", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_list_shows_status_and_errors(subprocess_env):
+    out = _cli("list", env=subprocess_env)
+    assert out.returncode == 0, out.stderr
+    assert "testdev" in out.stdout and " ok" in out.stdout
+    assert "abi_mismatch" in out.stdout and "ABI 99.0" in out.stdout
+    assert "No module named 'not_a_module_that_exists_anywhere'" in out.stdout
+
+
+def test_info_lists_ops_by_tier(subprocess_env):
+    out = _cli("info", "testdev", "--dtypes", env=subprocess_env)
+    assert out.returncode == 0, out.stderr
+    assert "tier 0: 5/5" in out.stdout
+    assert "add[float32,float64,int32,int64]" in out.stdout
+    assert "device 1" in out.stdout
+    bad = _cli("info", "nonexistent", env=subprocess_env)
+    assert bad.returncode == 2 and "no unidev plugin named 'nonexistent'" in bad.stderr
+
+
+def test_doctor(subprocess_env):
+    out = _cli("doctor", env=subprocess_env)
+    assert out.returncode == 0, out.stderr
+    assert "cmake" in out.stdout and "numpy" in out.stdout and "unidev._C   ABI 1.0" in out.stdout

@@ -1,0 +1,1 @@
+"""Framework adapters: make unidev devices appear in PyTorch and TensorFlow."""

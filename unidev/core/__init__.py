@@ -1,0 +1,1 @@
+"""unidev core: op set, reference kernels, plugin discovery, native loading, DeviceArray."""

@@ -1,0 +1,217 @@
+/* plugin_kit.h — optional header-only helpers for plugin authors (errors, descriptors, strides).
+ *
+ * Nothing here is part of the contract; a plugin may ignore it. Include it in exactly the
+ * translation units that need it: every function is `static inline`.
+ *
+ *   #include <unidev/unidev.h>
+ *   #include <unidev/plugin_kit.h>
+ *   ... api.error_code = ud_kit_error_code; api.error_message = ud_kit_error_message;
+ *       api.error_destroy = ud_kit_error_destroy;
+ *   return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "add: input 'y' has dtype %s, expected %s", ...);
+ */
+#ifndef UNIDEV_PLUGIN_KIT_H_
+#define UNIDEV_PLUGIN_KIT_H_
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unidev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UD_KIT_MAX_DIMS 16
+
+/* ---- errors ---------------------------------------------------------------------------------
+ * The kit's error object: a code and a message in one allocation. */
+struct UD_Error {
+  UD_ErrorCode code;
+  char message[];
+};
+
+/* Returned when the host cannot even allocate the error message; never freed. */
+static inline UD_Error* ud_kit_host_oom_error(void) {
+  static struct {
+    UD_ErrorCode code;
+    char message[40];
+  } oom = {UD_ERR_OUT_OF_MEMORY, "out of host memory"};
+  return (UD_Error*)&oom;
+}
+
+static inline UD_Error* ud_kit_error(UD_ErrorCode code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  UD_Error* e = (UD_Error*)malloc(sizeof(UD_Error) + (size_t)n + 1);
+  if (!e) return ud_kit_host_oom_error();
+  e->code = code;
+  va_start(ap, fmt);
+  vsnprintf(e->message, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+static inline UD_ErrorCode ud_kit_error_code(const UD_Error* e) { return e ? e->code : UD_OK; }
+static inline const char* ud_kit_error_message(const UD_Error* e) { return e ? e->message : ""; }
+static inline void ud_kit_error_destroy(UD_Error* e) {
+  if (e != ud_kit_host_oom_error()) free(e);
+}
+
+/* ---- dtypes --------------------------------------------------------------------------------- */
+
+static inline UD_DType ud_kit_dtype(uint8_t code, uint8_t bits) {
+  UD_DType d = {code, bits, 1};
+  return d;
+}
+
+static inline int ud_kit_dtype_eq(UD_DType a, UD_DType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+static inline const char* ud_kit_dtype_name(UD_DType d) {
+  if (d.lanes != 1) return "vector";
+  switch (d.code) {
+    case UD_DTYPE_FLOAT:
+      return d.bits == 32 ? "float32" : d.bits == 64 ? "float64" : d.bits == 16 ? "float16" : "float?";
+    case UD_DTYPE_BFLOAT: return d.bits == 16 ? "bfloat16" : "bfloat?";
+    case UD_DTYPE_INT: return d.bits == 32 ? "int32" : d.bits == 64 ? "int64" : "int?";
+    case UD_DTYPE_UINT: return d.bits == 8 ? "uint8" : "uint?";
+    case UD_DTYPE_BOOL: return "bool";
+    default: return "unknown";
+  }
+}
+
+static inline int64_t ud_kit_itemsize(UD_DType d) { return (int64_t)(d.bits / 8) * d.lanes; }
+
+/* ---- descriptors ---------------------------------------------------------------------------- */
+
+static inline int ud_kit_present(const UD_Tensor* t) { return t->ndim >= 0; }
+
+static inline int64_t ud_kit_numel(const UD_Tensor* t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+/* Bytes from t->handle to one past the last element reachable through the view (byte_offset
+ * included); 0 for an empty view. Assumes ud_kit_check_tensor passed. */
+static inline uint64_t ud_kit_extent(const UD_Tensor* t) {
+  int64_t last = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] == 0) return 0;
+    last += (t->shape[i] - 1) * t->strides[i];
+  }
+  return t->byte_offset + (uint64_t)(last + 1) * (uint64_t)ud_kit_itemsize(t->dtype);
+}
+
+static inline int ud_kit_is_contiguous(const UD_Tensor* t) {
+  int64_t expect = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+    expect *= t->shape[i];
+  }
+  return 1;
+}
+
+/* Structural checks every kernel needs: ndim in range, shapes and strides non-negative, no
+ * overflow in the reachable extent. `op` and `arg` name the call in the message. */
+static inline UD_Error* ud_kit_check_tensor(const char* op, const char* arg, const UD_Tensor* t) {
+  if (t->ndim < 0 || t->ndim > UD_KIT_MAX_DIMS)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has ndim %d, expected 0..%d", op, arg,
+                        t->ndim, UD_KIT_MAX_DIMS);
+  if (t->ndim > 0 && (!t->shape || !t->strides))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has NULL shape or strides", op, arg);
+  if (t->handle == 0 && t->ndim >= 0) {
+    int64_t n = ud_kit_numel(t);
+    if (n != 0) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has a null handle", op, arg);
+  }
+  const int64_t limit = INT64_MAX / 16;
+  int64_t last = 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->shape[i] < 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' shape[%d] = %lld, expected >= 0", op,
+                          arg, i, (long long)t->shape[i]);
+    if (t->strides[i] < 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' strides[%d] = %lld, expected >= 0",
+                          op, arg, i, (long long)t->strides[i]);
+    if (t->shape[i] > 0 && t->strides[i] > 0 && t->shape[i] - 1 > (limit - last) / t->strides[i])
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' extent overflows (dim %d)", op, arg, i);
+    if (t->shape[i] > 0) last += (t->shape[i] - 1) * t->strides[i];
+  }
+  return NULL;
+}
+
+static inline UD_Error* ud_kit_check_dtype(const char* op, const char* arg, const UD_Tensor* t,
+                                           UD_DType want) {
+  if (!ud_kit_dtype_eq(t->dtype, want))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has dtype %s, expected %s", op, arg,
+                        ud_kit_dtype_name(t->dtype), ud_kit_dtype_name(want));
+  return NULL;
+}
+
+static inline int ud_kit_same_shape(const UD_Tensor* a, const UD_Tensor* b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+static inline UD_Error* ud_kit_check_same_shape(const char* op, const char* arg,
+                                                const UD_Tensor* t, const UD_Tensor* ref) {
+  if (!ud_kit_same_shape(t, ref))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: '%s' shape does not match the output's (ndim %d vs %d); elementwise "
+                        "inputs must arrive broadcast to the output shape",
+                        op, arg, t->ndim, ref->ndim);
+  return NULL;
+}
+
+/* ---- strided iteration ----------------------------------------------------------------------
+ * Collapse the dims of `n` views that share one shape into as few dims as possible (merging a
+ * dim into the next when every view is contiguous across them, dropping size-1 dims). Writes
+ * the collapsed shape to `shape` and each view's strides to strides[v]; returns the new ndim
+ * (0 means a single element; any 0 extent gives ndim 1 with shape[0] = 0). */
+static inline int ud_kit_collapse(int ndim, const int64_t* in_shape, int n,
+                                  const int64_t* const* in_strides, int64_t* shape,
+                                  int64_t (*strides)[UD_KIT_MAX_DIMS]) {
+  int out = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (in_shape[d] == 0) {
+      shape[0] = 0;
+      for (int v = 0; v < n; v++) strides[v][0] = 1;
+      return 1;
+    }
+  }
+  for (int d = 0; d < ndim; d++) {
+    if (in_shape[d] == 1) continue;
+    int merge = out > 0;
+    for (int v = 0; v < n && merge; v++)
+      if (strides[v][out - 1] != in_strides[v][d] * in_shape[d]) merge = 0;
+    if (merge) {
+      shape[out - 1] *= in_shape[d];
+      for (int v = 0; v < n; v++) strides[v][out - 1] = in_strides[v][d];
+    } else {
+      shape[out] = in_shape[d];
+      for (int v = 0; v < n; v++) strides[v][out] = in_strides[v][d];
+      out++;
+    }
+  }
+  return out;
+}
+
+/* Attribute accessors by position (kernels receive all attributes in op-set order). */
+static inline int64_t ud_kit_attr_int(const UD_KernelArgs* a, int i) { return a->attrs[i].value.i; }
+static inline double ud_kit_attr_float(const UD_KernelArgs* a, int i) { return a->attrs[i].value.f; }
+static inline int ud_kit_attr_bool(const UD_KernelArgs* a, int i) { return a->attrs[i].value.b; }
+static inline const char* ud_kit_attr_str(const UD_KernelArgs* a, int i) { return a->attrs[i].value.s; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UNIDEV_PLUGIN_KIT_H_ */

@@ -1,0 +1,267 @@
+/* unidev.h — the C contract between unidev and a device plugin.
+ *
+ * A plugin is a shared library exporting one symbol:
+ *
+ *     const UD_Api* unidev_get_api(void);
+ *
+ * It returns a table of function pointers (UD_Api). unidev and its framework adapters call the
+ * plugin only through that table. The header is C17 and has no dependencies beyond <stdint.h>
+ * and <stddef.h>, so a plugin can be written in C, C++ or anything that speaks the C ABI.
+ *
+ * Versioning. UD_Api begins with `struct_size`, `abi_major` and `abi_minor`. A loader refuses a
+ * plugin whose major differs from its own (naming both versions) and accepts any minor: new
+ * fields are only ever appended, and a loader reads a field only when `struct_size` shows the
+ * plugin's table is long enough to hold it. Every argument struct (UD_KernelArgs,
+ * UD_DeviceProperties) also begins with `struct_size`, set by whoever fills it in.
+ *
+ * Errors. Every call returns `UD_Error*`: NULL means success; anything else is an error object
+ * owned by the caller, read with `error_code`/`error_message` and released with `error_destroy`
+ * of the same table. No call may throw a C++ exception or abort the process on bad input.
+ *
+ * Device memory. A device pointer is an opaque 64-bit handle (UD_Handle); the host never
+ * dereferences it unless the plugin reports `host_addressable`. Handle 0 is never a valid
+ * allocation. A handle plus a byte offset inside its allocation names that byte (frameworks do
+ * such arithmetic on data pointers), so plugins must accept offset handles everywhere except
+ * `mem_free`, which takes the handle `mem_alloc` returned.
+ *
+ * Streams. All memory and kernel calls are enqueued on a stream and may return before the work
+ * is done. Work on one stream runs in order. Errors found while validating arguments are
+ * returned at once; errors found while running are returned by the next synchronizing call on
+ * that stream (stream_synchronize, event_synchronize, a synchronous copy).
+ */
+#ifndef UNIDEV_UNIDEV_H_
+#define UNIDEV_UNIDEV_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UD_ABI_MAJOR 1
+#define UD_ABI_MINOR 0
+
+/* Name of the one symbol a plugin library exports. */
+#define UD_ENTRY_POINT "unidev_get_api"
+
+#if defined(_WIN32)
+#define UD_EXPORT __declspec(dllexport)
+#else
+#define UD_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum UD_ErrorCode {
+  UD_OK = 0,
+  UD_ERR_INVALID_ARGUMENT = 1, /* a malformed call: bad shape, dtype, stride, attribute, index */
+  UD_ERR_OUT_OF_MEMORY = 2,    /* the device cannot satisfy an allocation */
+  UD_ERR_OUT_OF_BOUNDS = 3,    /* an access outside its allocation */
+  UD_ERR_UNKNOWN_HANDLE = 4,   /* a handle that was never allocated or is already freed */
+  UD_ERR_UNSUPPORTED = 5,      /* valid, but this plugin does not implement it */
+  UD_ERR_NOT_READY = 6,        /* not an error for queries; never returned by other calls */
+  UD_ERR_DEVICE = 7,           /* the device failed while running enqueued work */
+  UD_ERR_INTERNAL = 8,         /* a bug in the plugin */
+} UD_ErrorCode;
+
+/* Opaque; created by the plugin, released with UD_Api.error_destroy. */
+typedef struct UD_Error UD_Error;
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types and tensor descriptors (DLPack's DLTensor layout, field for field)
+ * ------------------------------------------------------------------------------------------- */
+
+/* DLPack's DLDataTypeCode values. */
+typedef enum UD_DTypeCode {
+  UD_DTYPE_INT = 0,
+  UD_DTYPE_UINT = 1,
+  UD_DTYPE_FLOAT = 2,
+  UD_DTYPE_BFLOAT = 4,
+  UD_DTYPE_BOOL = 6,
+} UD_DTypeCode;
+
+/* DLPack's DLDataType: code, bits per lane, lanes (always 1 in unidev). */
+typedef struct UD_DType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} UD_DType;
+
+/* DLPack's DLDevice. device_type is kDLCPU (1) for host-addressable plugins, otherwise
+ * kDLExtDev (12); device_id is the plugin's device index. */
+typedef struct UD_DeviceRef {
+  int32_t device_type;
+  int32_t device_id;
+} UD_DeviceRef;
+
+#define UD_DLPACK_CPU 1
+#define UD_DLPACK_EXT_DEV 12
+
+typedef uint64_t UD_Handle;
+
+/* A strided view of device memory; same layout as DLPack's DLTensor.
+ *   handle       device pointer of the allocation (or an offset handle inside it)
+ *   device       which device holds it
+ *   ndim         number of dimensions; 0 for a scalar; -1 marks an absent optional input
+ *   dtype        element type
+ *   shape        ndim extents, each >= 0
+ *   strides      ndim strides counted in elements (not bytes); may be 0 (broadcast) but never
+ *                negative; never NULL when ndim > 0
+ *   byte_offset  bytes from `handle` to element [0, 0, ...]
+ * Element i0..in-1 lives at handle + byte_offset + sizeof(dtype) * sum(i_k * strides[k]). */
+typedef struct UD_Tensor {
+  UD_Handle handle;
+  UD_DeviceRef device;
+  int32_t ndim;
+  UD_DType dtype;
+  const int64_t* shape;
+  const int64_t* strides;
+  uint64_t byte_offset;
+} UD_Tensor;
+
+/* ---------------------------------------------------------------------------------------------
+ * Attributes
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum UD_AttrType {
+  UD_ATTR_INT = 0,    /* value.i */
+  UD_ATTR_FLOAT = 1,  /* value.f */
+  UD_ATTR_BOOL = 2,   /* value.b: 0 or 1 */
+  UD_ATTR_STRING = 3, /* value.s: NUL-terminated UTF-8 */
+  UD_ATTR_INTS = 4,   /* value.ints: `len` int64 values */
+} UD_AttrType;
+
+/* One attribute. Kernels receive every attribute of the op, in the order the op set
+ * (unidev/core/opset.py) declares them, defaults filled in — so a kernel reads attrs[k] by
+ * position; `name` is there for checking and error messages. */
+typedef struct UD_Attr {
+  const char* name;
+  UD_AttrType type;
+  union {
+    int64_t i;
+    double f;
+    int32_t b;
+    const char* s;
+    struct {
+      const int64_t* data;
+      int64_t len;
+    } ints;
+  } value;
+} UD_Attr;
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams, events, kernels
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct UD_StreamImpl* UD_Stream; /* opaque, owned by the plugin */
+typedef struct UD_EventImpl* UD_Event;   /* opaque, owned by the plugin */
+
+/* Arguments of one kernel call.
+ *   inputs/outputs  in the op set's order; an absent optional input has ndim == -1; a variadic
+ *                   input (concat's `tensors`) is expanded in place, with its count in
+ *                   `num_inputs`
+ *   attrs           all of the op's attributes, in op-set order (see UD_Attr)
+ * Elementwise ops receive inputs already broadcast to the output's shape (stride 0 on
+ * broadcast dimensions) and all of one dtype; see the op set for each op's rules. Outputs are
+ * written through their strides; they never overlap inputs unless the op set says so. */
+typedef struct UD_KernelArgs {
+  size_t struct_size;
+  int32_t device;
+  UD_Stream stream;
+  const UD_Tensor* inputs;
+  int32_t num_inputs;
+  const UD_Tensor* outputs;
+  int32_t num_outputs;
+  const UD_Attr* attrs;
+  int32_t num_attrs;
+} UD_KernelArgs;
+
+/* A kernel: validates its arguments, enqueues the work on args->stream and returns. */
+typedef UD_Error* (*UD_KernelFn)(const UD_KernelArgs* args);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------- */
+
+#define UD_CAP_STREAMS 0x1u      /* streams really run concurrently with the host */
+#define UD_CAP_EVENT_TIMING 0x2u /* event_elapsed is meaningful */
+
+typedef struct UD_DeviceProperties {
+  size_t struct_size;      /* set by the caller to sizeof(UD_DeviceProperties) */
+  char name[64];           /* e.g. "SX-Aurora VE (vesim)" */
+  uint64_t total_memory;   /* bytes */
+  int32_t compute_units;   /* cores / SMs */
+  int32_t vector_width;    /* widest native vector, in bytes */
+  int32_t host_addressable; /* 1 if handles are host pointers the host may dereference */
+  uint32_t capabilities;   /* UD_CAP_* bits */
+} UD_DeviceProperties;
+
+/* ---------------------------------------------------------------------------------------------
+ * The table
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct UD_Api {
+  size_t struct_size; /* sizeof(UD_Api) as the plugin was compiled */
+  int32_t abi_major;  /* UD_ABI_MAJOR the plugin was compiled against */
+  int32_t abi_minor;  /* UD_ABI_MINOR the plugin was compiled against */
+  const char* plugin_name;    /* short name, e.g. "aurora" */
+  const char* plugin_version; /* the plugin's own version string */
+
+  /* errors */
+  UD_ErrorCode (*error_code)(const UD_Error* error);
+  const char* (*error_message)(const UD_Error* error); /* valid until error_destroy */
+  void (*error_destroy)(UD_Error* error);
+
+  /* devices: count may be 0 (no hardware); `reason` then explains why (may be NULL) */
+  UD_Error* (*device_count)(int32_t* count, const char** reason);
+  UD_Error* (*device_properties)(int32_t device, UD_DeviceProperties* props);
+  UD_Error* (*device_memory_info)(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes);
+  UD_Error* (*device_synchronize)(int32_t device); /* waits for every stream of the device */
+
+  /* memory, stream-ordered: the allocation may be used by work enqueued on `stream` after the
+   * call, and by other streams once they have waited for that point; mem_free returns the memory
+   * once all work enqueued on `stream` before it has finished. size 0 gives a valid, unique
+   * handle. Allocations are aligned to at least 64 bytes. */
+  UD_Error* (*mem_alloc)(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle);
+  UD_Error* (*mem_free)(int32_t device, UD_Stream stream, UD_Handle handle);
+  /* copies: asynchronous with respect to the host; the host buffer must stay valid and unchanged
+   * until the stream reaches the copy (synchronize the stream before reusing it) */
+  UD_Error* (*memcpy_h2d)(UD_Stream stream, UD_Handle dst, const void* src, uint64_t size);
+  UD_Error* (*memcpy_d2h)(UD_Stream stream, void* dst, UD_Handle src, uint64_t size);
+  UD_Error* (*memcpy_d2d)(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size);
+  /* fills `count` elements of `elem_size` bytes (1, 2, 4 or 8) with the low bytes of `pattern` */
+  UD_Error* (*memset)(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
+                      uint64_t count);
+
+  /* streams: in-order queues on one device */
+  UD_Error* (*stream_create)(int32_t device, UD_Stream* stream);
+  UD_Error* (*stream_destroy)(UD_Stream stream); /* waits for its work first */
+  UD_Error* (*stream_synchronize)(UD_Stream stream);
+  UD_Error* (*stream_query)(UD_Stream stream, int32_t* done); /* *done = 1 when idle */
+  UD_Error* (*stream_wait_event)(UD_Stream stream, UD_Event event);
+
+  /* events: a point in a stream */
+  UD_Error* (*event_create)(int32_t device, UD_Event* event);
+  UD_Error* (*event_destroy)(UD_Event event);
+  UD_Error* (*event_record)(UD_Event event, UD_Stream stream);
+  UD_Error* (*event_query)(UD_Event event, int32_t* done); /* never recorded counts as done */
+  UD_Error* (*event_synchronize)(UD_Event event);
+  UD_Error* (*event_elapsed)(UD_Event start, UD_Event end, double* milliseconds);
+
+  /* kernels: look up once, call many times. `op` is an op-set name ("add", "conv2d"); `dtype`
+   * is the dtype of the op's first input (of its first output when it has no inputs). Sets
+   * *kernel to NULL — and returns NULL — when the plugin does not implement that pair. */
+  UD_Error* (*kernel_lookup)(const char* op, UD_DType dtype, UD_KernelFn* kernel);
+} UD_Api;
+
+/* The one exported symbol. The table is static: valid for the life of the library. */
+typedef const UD_Api* (*UD_GetApiFn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* UNIDEV_UNIDEV_H_ */
