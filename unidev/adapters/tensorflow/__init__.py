@@ -1,0 +1,1 @@
+"""TensorFlow adapter: unidev plugins as PluggableDevices."""

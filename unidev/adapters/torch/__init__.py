@@ -1,0 +1,1 @@
+"""PyTorch adapter: any unidev plugin as a PrivateUse1 device."""
