@@ -152,7 +152,8 @@ def test_unknown_op_and_attr(testdev):
         ops.call("frobnicate", a)
     with pytest.raises(unidev.InvalidArgumentError, match=r"unknown attribute\(s\) \['beta'\]"):
         ops.add(a, a, beta=2)
-    with pytest.raises(unidev.InvalidArgumentError, match="attribute 'alpha' = 'x', expected float"):
+    with pytest.raises(unidev.InvalidArgumentError,
+                       match="attribute 'alpha' = 'x', expected float"):
         ops.add(a, a, alpha="x")
     assert discovery.load(testdev).kernel("no_such_op", "float32") is None
 

@@ -19,7 +19,8 @@ def _run(code: str, env: dict) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-LIST = "from unidev.core import discovery\nfor r in discovery.discover(): print(r.name, '|', r.status, '|', r.error)"
+LIST = ("from unidev.core import discovery\n"
+        "for r in discovery.discover(): print(r.name, '|', r.status, '|', r.error)")
 
 
 def test_broken_plugins_are_recorded_and_testdev_still_works(subprocess_env):

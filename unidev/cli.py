@@ -71,7 +71,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"  source      {rec.source}")
     if s:
         print(f"  library     {s.library}")
-        print(f"  torch name  {s.torch_name}    tensorflow type  {s.tf_type}    priority {s.priority}")
+        print(f"  torch name  {s.torch_name}    tensorflow type  {s.tf_type}    "
+              f"priority {s.priority}")
         print(f"  claims tier {s.conformance.tier}; host-addressable memory: {s.host_addressable}")
         for key, why in s.conformance.exclusions.items():
             print(f"  excludes    {key}: {why}")
@@ -118,7 +119,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             from .plugins import ispc as ispc_kit
 
             cached = ispc_kit.cached_ispc() if hasattr(ispc_kit, "cached_ispc") else None
-            print(f"{'ispc (kit)':<11} {cached or 'not provisioned (python -m unidev.plugins.ispc)'}")
+            hint = "not provisioned (python -m unidev.plugins.ispc)"
+            print(f"{'ispc (kit)':<11} {cached or hint}")
         except Exception as exc:
             print(f"{'ispc (kit)':<11} error: {exc}")
     for mod in ("numpy", "torch", "tensorflow", "pluggy"):

@@ -50,7 +50,8 @@ def make_site(root: Path) -> tuple[Path, Path]:
     add_distribution(good, "unidev-testdev", "unidev_testdev",
                      MODULE.format(name="testdev", lib=str(lib)), ep_name="testdev")
     abi99 = build_library(root / "lib", "libabi99.so", ("TESTPLUGIN_ABI_MAJOR=99",))
-    add_distribution(bad, "unidev-abi99", "unidev_abi99", MODULE.format(name="abi_mismatch", lib=str(abi99)),
+    add_distribution(bad, "unidev-abi99", "unidev_abi99",
+                     MODULE.format(name="abi_mismatch", lib=str(abi99)),
                      ep_name="abi_mismatch")
     add_distribution(bad, "unidev-nolib", "unidev_nolib",
                      MODULE.format(name="nolib", lib=str(root / "lib" / "missing.so")),

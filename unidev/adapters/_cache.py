@@ -20,7 +20,7 @@ __all__ = ["cache_root", "source_hash", "build_dir", "lookup", "commit"]
 
 
 def cache_root() -> Path:
-    """``$UNIDEV_CACHE_DIR`` or ``$XDG_CACHE_HOME/unidev`` or ``~/.cache/unidev``; checked private."""
+    """``$UNIDEV_CACHE_DIR``, ``$XDG_CACHE_HOME/unidev`` or ``~/.cache/unidev``, checked private."""
     root = os.environ.get("UNIDEV_CACHE_DIR")
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -54,7 +54,7 @@ def build_dir(framework: str, version: str, name: str, digest: str) -> Path:
 
 
 def lookup(framework: str, version: str, name: str, digest: str, artifact: str) -> Path | None:
-    """The cached artifact if its manifest matches (framework version and source hash), else None."""
+    """The cached artifact if its manifest matches (framework version, source hash), else None."""
     folder = cache_root() / f"{framework}-{version}" / f"{name}-{digest}"
     manifest = folder / "manifest.json"
     target = folder / artifact

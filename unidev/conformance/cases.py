@@ -50,7 +50,8 @@ def op_class(op: opset.OpSchema) -> str:
     return "accumulate"
 
 
-def tolerance(op: opset.OpSchema, dtype: str, plugin_tol: dict | None = None) -> tuple[float, float]:
+def tolerance(op: opset.OpSchema, dtype: str,
+              plugin_tol: dict | None = None) -> tuple[float, float]:
     """(rtol, atol) for op at dtype: the cap, or the plugin's tighter setting."""
     if dtype not in ("float32", "float64"):
         return (0.0, 0.0)
@@ -207,9 +208,10 @@ def _matmul(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                 shape_a = (12, 7)
             yield Case(f"{va}-{vb}", [m(*shape_a), m(*shape_b)], {}, [ViewSpec(va), ViewSpec(vb)])
         return
-    for (mm, k, n), c_shape, alpha, beta in [((3, 4, 5), None, 1.0, 1.0), ((3, 4, 5), (5,), 1.0, 1.0),
-                                            ((3, 4, 5), (3, 5), 0.5, 2.0), ((64, 33, 17), (17,), 1.0, 0.0),
-                                            ((0, 4, 5), (5,), 1.0, 1.0), ((5, 0, 3), (3,), 1.0, 1.0)]:
+    gemm_cases = [((3, 4, 5), None, 1.0, 1.0), ((3, 4, 5), (5,), 1.0, 1.0),
+                  ((3, 4, 5), (3, 5), 0.5, 2.0), ((64, 33, 17), (17,), 1.0, 0.0),
+                  ((0, 4, 5), (5,), 1.0, 1.0), ((5, 0, 3), (3,), 1.0, 1.0)]
+    for (mm, k, n), c_shape, alpha, beta in gemm_cases:
         ins = [m(mm, k), m(k, n), m(*c_shape) if c_shape else None]
         attrs = {"alpha": alpha, "beta": beta}
         yield Case(f"{(mm, k, n)}-c{c_shape}{_attr_id(attrs)}", ins, attrs, [ViewSpec()] * 3)
@@ -384,7 +386,8 @@ def _concat(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 def _pad(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     for shape, pads, value in [((3,), (1, 2), 0.0), ((2, 3), (0, 0, 1, 1), 1.0),
-                               ((2, 3, 4, 5), (0, 0, 0, 0, 1, 1, 2, 0), -1.0), ((0, 2), (1, 1, 0, 0), 0.0)]:
+                               ((2, 3, 4, 5), (0, 0, 0, 0, 1, 1, 2, 0), -1.0),
+                               ((0, 2), (1, 1, 0, 0), 0.0)]:
         x = _values(rng, shape, dtype, "", 0)
         yield Case(f"{shape}-pads={pads}", [x], {"pads": pads, "value": value}, [ViewSpec()])
     yield Case("transposed", [_values(rng, (4, 3), dtype, "", 0)], {"pads": (1, 0, 0, 2)},

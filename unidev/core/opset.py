@@ -1,4 +1,4 @@
-"""The op set: one table that defines every unidev op (inputs, outputs, attributes, dtypes, tier)."""
+"""The op set: one table defining every unidev op (inputs, outputs, attributes, dtypes, tier)."""
 
 from __future__ import annotations
 
@@ -201,7 +201,8 @@ _TABLE: list[OpSchema] = [
              "index of the first minimum along the single axis in `axes` (empty: flattened)"),
     # ---- tier 1: matrix products -----------------------------------------------------------
     OpSchema("matmul", 1, (Input("a"), Input("b")), (Output("out"),), (), FLOAT, "matmul", False,
-             "out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]. All three have the same ndim >= 2 "
+             "out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]. All three have the same "
+             "ndim >= 2 "
              "and equal batch dims (broadcast batch dims come as stride 0); transposes come as "
              "strides."),
     OpSchema("gemm", 1, (Input("a"), Input("b"), Input("c", optional=True)), (Output("out"),),

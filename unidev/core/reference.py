@@ -11,9 +11,9 @@ import numpy as np
 from . import dtypes, opset
 from .errors import InvalidArgumentError
 
-_Invalid = InvalidArgumentError
-
 __all__ = ["run", "KERNELS"]
+
+_Invalid = InvalidArgumentError
 
 _erf_obj = np.frompyfunc(math.erf, 1, 1)  # numpy has no erf; math.erf is exact to double precision
 
@@ -213,6 +213,12 @@ def _reduction(fn: Callable, widen: Callable) -> Callable[..., np.ndarray]:
     def reduce(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
         return fn(widen(x), axis=_reduce_axes(axes, x.ndim), keepdims=keepdims)
     return reduce
+
+
+def _mean(x: np.ndarray, axis: tuple[int, ...] | None = None, keepdims: bool = False) -> np.ndarray:
+    # sum / count: np.mean warns on empty input, where the answer is simply nan
+    count = x.size if axis is None else math.prod(x.shape[a] for a in axis)
+    return np.sum(x, axis=axis, keepdims=keepdims) / count
 
 
 def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None) -> None:
@@ -464,7 +470,7 @@ def _max_pool2d_backward(grad_y: np.ndarray, x: np.ndarray, indices: np.ndarray,
         raise _Bad(f"indices: {bad} is outside the input plane [0, {plane})")
     planes = pl.n * pl.c
     flat = (np.arange(planes, dtype=np.int64)[:, None] * plane
-            + indices.reshape(planes, -1).astype(np.int64)).ravel()
+            + indices.reshape(planes, pl.oh * pl.ow).astype(np.int64)).ravel()
     gx = np.bincount(flat, weights=_f64(grad_y).ravel(), minlength=planes * plane)
     return gx.reshape(x.shape)
 
@@ -665,9 +671,9 @@ def _nll_loss(logp: np.ndarray, target: np.ndarray, weight: np.ndarray | None, *
     lp, safe, wi, ignored = _nll_targets(logp, target, weight, ignore_index)
     picked = np.take_along_axis(lp, safe[:, None], 1)[:, 0] if lp.shape[1] else wi
     losses = np.where(ignored, 0.0, -wi * picked)
+    total = wi.sum()  # for every reduction (torch leaves it 0 for a 2-d "none")
     if reduction == "none":
-        return losses.reshape(target.shape), np.zeros(())
-    total = wi.sum()
+        return losses.reshape(target.shape), total
     return (losses.sum() / total if reduction == "mean" else losses.sum()), total
 
 
@@ -696,7 +702,7 @@ def _loss_target(x: np.ndarray, target: np.ndarray) -> np.ndarray:
 def _mse_loss(x: np.ndarray, target: np.ndarray, *, reduction: str) -> np.ndarray:
     d = _f64(x) - _loss_target(x, target)
     sq = d * d
-    return sq if reduction == "none" else sq.sum() if reduction == "sum" else sq.mean()
+    return sq if reduction == "none" else sq.sum() if reduction == "sum" else _mean(sq)
 
 
 def _mse_loss_backward(grad_loss: np.ndarray, x: np.ndarray, target: np.ndarray, *,
@@ -799,7 +805,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "tanh_backward": lambda grad, y: _f64(grad) * (1.0 - _f64(y) ** 2),
     "gelu_backward": _gelu_backward,
     "sum": _sum_like(np.sum),
-    "mean": _reduction(np.mean, _f64),
+    "mean": _reduction(_mean, _f64),
     "max": _extreme(np.max),
     "min": _extreme(np.min),
     "prod": _sum_like(np.prod),

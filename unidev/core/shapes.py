@@ -113,7 +113,8 @@ def _pair(op: str, attrs: dict, key: str, minimum: int) -> tuple[int, int]:
     if len(v) == 1:
         v = v * 2
     if len(v) != 2 or any(int(e) < minimum for e in v):
-        raise _err(op, f"attribute '{key}'", f"= {tuple(attrs[key])}: expected two ints >= {minimum}")
+        raise _err(op, f"attribute '{key}'",
+                   f"= {tuple(attrs[key])}: expected two ints >= {minimum}")
     attrs[key] = v
     return v
 
