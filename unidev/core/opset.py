@@ -314,3 +314,28 @@ def get(name: str) -> OpSchema:
 def by_tier(tier: int) -> list[OpSchema]:
     """Ops of exactly this tier."""
     return [op for op in _TABLE if op.tier == tier]
+
+
+def markdown() -> str:
+    """The op set as a Markdown reference (docs/ops.md is generated from this)."""
+    lines = ["# The unidev op set", "",
+             "Generated from `unidev/core/opset.py` (`opset.markdown()`, see tests/test_opset.py); "
+             "do not edit.",
+             "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in place.",
+             "Attributes reach kernels positionally, in this order, defaults filled.", ""]
+    for tier in TIERS:
+        lines += [f"## Tier {tier}", "", "| op | inputs | outputs | attributes | dtypes | semantics |",
+                  "|---|---|---|---|---|---|"]
+        for op in by_tier(tier):
+            ins = ", ".join(i.name + ("?" if i.optional else "") + ("*" if i.variadic else "")
+                            + ("!" if i.mutated else "")
+                            + (f" ({'/'.join(i.dtypes)})" if i.dtypes != "same" else "")
+                            for i in op.inputs) or "—"
+            outs = ", ".join(o.name + ("" if o.dtype == "same" else f" ({o.dtype})")
+                             for o in op.outputs)
+            attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}" for a in op.attrs) or "—"
+            doc = op.doc.replace("|", "\\|")
+            lines.append(f"| `{op.name}` | {ins} | {outs} | {attrs} | {', '.join(op.dtypes)} | "
+                         f"{doc} |")
+        lines.append("")
+    return "\n".join(lines)
