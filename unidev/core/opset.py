@@ -321,10 +321,12 @@ def markdown() -> str:
     lines = ["# The unidev op set", "",
              "Generated from `unidev/core/opset.py` (`opset.markdown()`, see tests/test_opset.py); "
              "do not edit.",
-             "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in place.",
+             "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in "
+             "place.",
              "Attributes reach kernels positionally, in this order, defaults filled.", ""]
     for tier in TIERS:
-        lines += [f"## Tier {tier}", "", "| op | inputs | outputs | attributes | dtypes | semantics |",
+        lines += [f"## Tier {tier}", "",
+                  "| op | inputs | outputs | attributes | dtypes | semantics |",
                   "|---|---|---|---|---|---|"]
         for op in by_tier(tier):
             ins = ", ".join(i.name + ("?" if i.optional else "") + ("*" if i.variadic else "")
