@@ -1,4 +1,10 @@
-"""The op set: one table defining every unidev op (inputs, outputs, attributes, dtypes, tier)."""
+"""The op set: one table defining every unidev op (inputs, outputs, attributes, dtypes, tier).
+
+Conventions every kernel may rely on (unidev.core.shapes.infer and the adapters normalize):
+axes attributes are non-negative, sorted and unique (0-d inputs accept axis 0 / -1 and reduce
+nothing); pooling strides are filled from kernel_size; stride/padding/dilation have 2 values.
+Ops without inputs (fill, zero, arange) take their output shape from the output descriptor.
+"""
 
 from __future__ import annotations
 
@@ -144,7 +150,7 @@ _TABLE: list[OpSchema] = [
     _unary("floor", 1, FLOAT, "y = floor x"),
     _unary("ceil", 1, FLOAT, "y = ceil x"),
     _unary("round", 1, FLOAT, "y = x rounded half to even"),
-    _unary("sign", 1, NUMERIC, "y = -1, 0 or 1"),
+    _unary("sign", 1, NUMERIC, "y = -1, 0 or 1 (0 for nan)"),
     _unary("square", 1, NUMERIC, "y = x * x"),
     OpSchema("logical_not", 1, _X, _BOOL_OUT, (), ALL, "same", True, "out = (x == 0)"),
     # ---- tier 1: binary, inputs pre-broadcast ----------------------------------------------
@@ -180,7 +186,7 @@ _TABLE: list[OpSchema] = [
     # ---- tier 1: elementwise backward ------------------------------------------------------
     OpSchema("threshold_backward", 1, (Input("grad"), Input("x")), (Output("grad_x"),),
              (Attr("threshold", "float", 0.0),), NUMERIC, "broadcast", True,
-             "grad_x = grad where x > threshold else 0 (relu's backward)"),
+             "grad_x = 0 where x <= threshold, else grad (relu's backward; nan x passes grad)"),
     OpSchema("sigmoid_backward", 1, (Input("grad"), Input("y")), (Output("grad_x"),), (),
              FLOAT, "broadcast", True, "grad_x = grad * y * (1 - y), y = sigmoid(x)"),
     OpSchema("tanh_backward", 1, (Input("grad"), Input("y")), (Output("grad_x"),), (),
@@ -224,13 +230,16 @@ _TABLE: list[OpSchema] = [
     # ---- tier 2: pooling -------------------------------------------------------------------
     OpSchema("max_pool2d", 2, _X, (Output("y"), Output("indices", "int64")), _MAX_ATTRS, FLOAT,
              "pool2d", False,
-             "NCHW max pooling; indices are flat positions h * W + w in each input plane; "
-             "padding is -inf."),
+             "NCHW max pooling over in-bounds positions only (padding never wins); indices are "
+             "flat positions h * W + w in each input plane; ties and all -inf windows give the "
+             "first in-bounds position in row-major window order; nan wins."),
     OpSchema("max_pool2d_backward", 2,
              (Input("grad_y"), Input("x"), Input("indices", dtypes=("int64",))),
              (Output("grad_x"),), _MAX_ATTRS, FLOAT, "like_input1", False,
              "grad_x[n, c, indices] += grad_y"),
-    OpSchema("avg_pool2d", 2, _X, _Y, _AVG_ATTRS, FLOAT, "pool2d", False, "NCHW average pooling"),
+    OpSchema("avg_pool2d", 2, _X, _Y, _AVG_ATTRS, FLOAT, "pool2d", False,
+             "NCHW average pooling. count_include_pad: divide by the window clipped to the padded "
+             "input (H + 2*pad; ceil_mode overhang never counts); else by in-bounds elements."),
     OpSchema("avg_pool2d_backward", 2, (Input("grad_y"), Input("x")), (Output("grad_x"),),
              _AVG_ATTRS, FLOAT, "like_input1", False, "grad_x of avg_pool2d"),
     OpSchema("adaptive_avg_pool2d", 2, _X, _Y, (Attr("output_size", "ints", (1, 1)),), FLOAT,
@@ -274,8 +283,9 @@ _TABLE: list[OpSchema] = [
              (Output("loss"), Output("total_weight")),
              (_REDUCTION, Attr("ignore_index", "int", -100)), FLOAT, "nll_loss", False,
              "logp [N, C] or [C], target [N] or []: loss_i = -weight[t_i] * logp[i, t_i] "
-             "(0 where t_i == ignore_index); mean divides by total_weight = sum of used weights. "
-             "A target outside [0, C) other than ignore_index is an error."),
+             "(0 where t_i == ignore_index); total_weight = sum of the weights of non-ignored "
+             "targets (for every reduction); mean divides by it (all ignored: nan). A target "
+             "outside [0, C) other than ignore_index is an error."),
     OpSchema("nll_loss_backward", 2,
              (Input("grad_loss"), Input("logp"), Input("target", dtypes=INT),
               Input("weight", optional=True), Input("total_weight")),
@@ -293,7 +303,7 @@ _TABLE: list[OpSchema] = [
              "join along axis; every other dim equal"),
     OpSchema("pad_constant", 2, _X, _Y,
              (Attr("pads", "ints", ()), Attr("value", "float", 0.0)), ALL, "pad", False,
-             "pads = (before_0, after_0, before_1, after_1, ...) for every dim, each >= 0"),
+             "pads = (before_0, after_0, before_1, after_1, ...), 2 * ndim values, each >= 0"),
 ]
 
 OPS: dict[str, OpSchema] = {op.name: op for op in _TABLE}
