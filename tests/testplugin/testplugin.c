@@ -220,6 +220,8 @@ static UD_Error* check_view(const char* op, const char* arg, const UD_Tensor* t)
 }
 
 static UD_Error* check_args(const char* op, const UD_KernelArgs* a, int nin, int nout) {
+  UD_Error* bad = device_ok(a->device);
+  if (bad) return bad;
   if (a->num_inputs != nin || a->num_outputs != nout)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: got %d inputs and %d outputs, expected %d "
                         "and %d", op, a->num_inputs, a->num_outputs, nin, nout);
@@ -301,6 +303,13 @@ static UD_Error* k_copy_or_cast(const char* op, const UD_KernelArgs* a) {
   if (!known_dtype(y->dtype) || (!strcmp(op, "copy") && !ud_kit_dtype_eq(x->dtype, y->dtype)))
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: output dtype %s, expected %s", op,
                         ud_kit_dtype_name(y->dtype), ud_kit_dtype_name(x->dtype));
+  if (!strcmp(op, "cast")) {
+    if (a->num_attrs != 1 || a->attrs[0].type != UD_ATTR_STRING || !a->attrs[0].value.s)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "cast: expected one string attribute 'dtype'");
+    if (strcmp(a->attrs[0].value.s, ud_kit_dtype_name(y->dtype)) != 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "cast: attribute dtype '%s' but output 'y' "
+                          "has dtype %s", a->attrs[0].value.s, ud_kit_dtype_name(y->dtype));
+  }
   if (ud_kit_numel(y) == 0) return NULL;
   int64_t idx[UD_KIT_MAX_DIMS] = {0};
   do {

@@ -29,6 +29,7 @@ class Case:
     views: list[ViewSpec] = field(default_factory=list)
     shape: tuple[int, ...] | None = None  # for ops without inputs
     dtype: str | None = None
+    out_view: str = "contiguous"  # "transposed": outputs are written through transposed strides
 
 
 # (rtol, atol) caps per dtype and op class; a plugin may tighten, never loosen
@@ -127,6 +128,10 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     yield Case("transposed", [x for x in ins], {}, [ViewSpec("transposed")] * n)
     yield Case("offset", [vals((12, 5), i) for i in range(n)], {}, [ViewSpec("offset")] * n)
     yield Case("strided", [vals((6, 10), i) for i in range(n)], {}, [ViewSpec("strided")] * n)
+    yield Case("out-transposed", [vals((5, 6), i) for i in range(n)], {}, [ViewSpec()] * n,
+               out_view="transposed")
+    yield Case("transposed-3d", [vals((2, 3, 4), i) for i in range(n)], {},
+               [ViewSpec("transposed")] * n)
     if n >= 2:
         yield Case("broadcast-row", [vals((4, 5), 0)] + [vals((1, 5), i) for i in range(1, n)],
                    {}, [ViewSpec()] * n)
@@ -147,6 +152,11 @@ def _tier0(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         for shape in [(), (0,), (7,), (3, 5), _LARGE]:
             attrs = {"value": 2.5 if dtype.startswith("f") else 3.0} if op.name == "fill" else {}
             yield Case(f"{shape}", [], attrs, [], shape, dtype)
+        if op.name == "fill":  # the attribute's range: negative, zero, large, (for bool) nonzero
+            big = 1e30 if dtype.startswith("f") else float(2**31 - 1)
+            for value in (-7.25 if dtype.startswith("f") else -7.0, 0.0, big):
+                attrs = {"value": value}
+                yield Case(f"(4, 3){_attr_id(attrs)}", [], attrs, [], (4, 3), dtype)
         return
     if op.name == "arange":
         for start, stop, step in [(0, 10, 1), (2, 3, 0.25), (5, -5, -1.5), (0, 0, 1), (0, 1000, 3)]:
@@ -314,6 +324,10 @@ def _batch_norm(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                     yield Case(cid, [x, w, b, rm, rv],
                                {"training": training, "momentum": 0.1, "eps": 1e-5},
                                [ViewSpec()] * 5)
+                    if xs == (2, 3, 5, 5):  # other momentum and eps values
+                        attrs = {"training": training, "momentum": 0.7, "eps": 0.5}
+                        yield Case(f"{cid}{_attr_id(attrs)}", [x, w, b, rm.copy(), rv.copy()],
+                                   attrs, [ViewSpec()] * 5)
                 else:
                     gy = _values(rng, xs, dtype, "bn", 1)
                     axes = (0,) + tuple(range(2, len(xs)))
@@ -380,8 +394,12 @@ def _concat(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                          ([(2, 0, 3), (2, 2, 3)], -2), ([(1, 2, 3)], 2)]:
         ins = [_values(rng, s, dtype, "", 0) for s in shapes]
         yield Case(f"{shapes}-axis={axis}", ins, {"axis": axis}, [ViewSpec()] * len(ins))
-    ins = [_values(rng, (5, 4), dtype, "", 0), _values(rng, (4, 4), dtype, "", 0)]
-    yield Case("transposed", ins, {"axis": 1}, [ViewSpec("transposed")] * 2)
+    ins = [_values(rng, (5, 4), dtype, "", 0), _values(rng, (3, 4), dtype, "", 0)]
+    yield Case("transposed", ins, {"axis": 0}, [ViewSpec("transposed")] * 2)
+    ins = [_values(rng, (4, 5), dtype, "", 0), _values(rng, (4, 3), dtype, "", 0)]
+    yield Case("transposed-axis1", ins, {"axis": 1}, [ViewSpec("transposed")] * 2)
+    ins = [_values(rng, (8, 3), dtype, "", 0), _values(rng, (4, 6), dtype, "", 0)]
+    yield Case("offset-strided", ins, {"axis": 0}, [ViewSpec("offset"), ViewSpec("strided")])
 
 
 def _pad(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:

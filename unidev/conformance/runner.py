@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core import ops, opset, reference
 from ..core.array import DeviceArray
+from ..core.errors import UnidevError
 from .cases import Case, ViewSpec, tolerance
 
 __all__ = ["Outcome", "run_case", "host_view", "device_view"]
@@ -60,11 +61,13 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: fl
         bad = got != want
         if not bad.any():
             return Outcome(True)
-        idx = np.unravel_index(np.argmax(bad), got.shape)
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        idx = np.unravel_index(np.argmax(diff), got.shape)
         n = int(bad.sum())
-        return Outcome(False, f"output '{name}': {n} of {got.size} elements differ; first at "
+        return Outcome(False, f"output '{name}': {n} of {got.size} elements differ (exact "
+                       f"match required); largest |diff| {diff[idx]:.3g} at "
                        f"{tuple(int(i) for i in idx)}: got {got[idx]}, expected {want[idx]}",
-                       float("inf"))
+                       float(diff[idx]))
     g, w = got.astype(np.float64), want.astype(np.float64)
     nan_mismatch = np.isnan(g) != np.isnan(w)
     both = ~(np.isnan(g) | np.isnan(w))
@@ -85,6 +88,36 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: fl
 def run_case(op_name: str, dtype: str, case: Case, device: str,
              plugin_tolerances: dict | None = None) -> Outcome:
     """Run `case` of (op, dtype) on `device`; compare every output and mutated input."""
+    try:
+        return _run_case(op_name, dtype, case, device, plugin_tolerances)
+    except UnidevError as exc:
+        return Outcome(False, f"{op_name}[{dtype}] case '{case.id}': the call raised "
+                       f"{type(exc).__name__}: {exc}", float("inf"))
+
+
+def _transposed_outputs(schema: opset.OpSchema, dev_in: list, case: Case, kwargs: dict,
+                        device: str) -> list[DeviceArray]:
+    """Outputs allocated as transposed views, so the kernel must honour output strides."""
+    from ..core import shapes
+
+    attrs = ops.normalize_attrs(schema, dict(case.attrs))
+    out_shapes, _ = shapes.infer(schema, [x.shape if x is not None else None for x in dev_in],
+                                 attrs, kwargs.get("shape"))
+    outs = []
+    for o, shp in zip(schema.outputs, out_shapes, strict=True):
+        dt = dtype_of(o, dev_in[0].dtype, attrs)
+        outs.append(DeviceArray.empty(tuple(reversed(shp)), dt, device).T)
+    return outs
+
+
+def dtype_of(o: opset.Output, op_dtype: str, attrs: dict) -> str:
+    if o.dtype == "same":
+        return op_dtype
+    return attrs[o.dtype[5:]] if o.dtype.startswith("attr:") else o.dtype
+
+
+def _run_case(op_name: str, dtype: str, case: Case, device: str,
+              plugin_tolerances: dict | None) -> Outcome:
     schema = opset.get(op_name)
     views = case.views or [ViewSpec()] * len(case.inputs)
     host_in = [None if x is None else np.array(host_view(x, v)) for x, v in zip(
@@ -101,6 +134,8 @@ def run_case(op_name: str, dtype: str, case: Case, device: str,
         if case.shape is None:
             kwargs.pop("shape")
             kwargs["shape"] = want[0].shape
+    if case.out_view == "transposed":
+        kwargs["out"] = _transposed_outputs(schema, dev_in, case, kwargs, device)
     if schema.inputs and schema.inputs[0].variadic:
         got = ops.call(op_name, list(dev_in), **kwargs)
     else:

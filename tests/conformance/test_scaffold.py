@@ -1,0 +1,47 @@
+"""`unidev new-plugin`: the generated package builds, installs and passes tier 0 at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from unidev.plugins import scaffold
+
+
+def test_refuses_bad_names(tmp_path) -> None:
+    with pytest.raises(ValueError, match="must match"):
+        scaffold.write("Bad-Name", tmp_path)
+    with pytest.raises(ValueError, match="built-in torch"):
+        scaffold.write("cuda", tmp_path)
+    scaffold.write("okname", tmp_path)
+    with pytest.raises(FileExistsError):
+        scaffold.write("okname", tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is needed to build a plugin")
+def test_scaffold_installs_and_passes_tier0(tmp_path) -> None:
+    out = subprocess.run([sys.executable, "-m", "unidev", "new-plugin", "acme", "--dir",
+                          str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    site = tmp_path / "site"
+    # --no-deps: the name "unidev" on PyPI is another project
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
+                          "--no-deps", "--target", str(site), str(tmp_path / "unidev-acme")],
+                         capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
+    env = dict(os.environ, UNIDEV_PLUGINS="acme",
+               PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    rep = tmp_path / "report"
+    run = subprocess.run([sys.executable, "-m", "unidev", "conformance", "acme", "--groups",
+                          "contract,memory,streams,kernels,bad_inputs", "--report", str(rep)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    data = json.loads((rep / "report.json").read_text())
+    assert data["tiers"]["0"]["status"] == "passed", data["tiers"]["0"]
+    assert data["tiers_passed"] == [0]
+    assert data["groups"]["bad_inputs"]["failed"] == 0 and data["groups"]["bad_inputs"]["passed"]

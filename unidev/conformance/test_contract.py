@@ -1,0 +1,128 @@
+"""Contract group: the plugin loads, its table is complete and versioned, its devices describe
+themselves consistently."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from unidev import _C
+from unidev.conformance import abi
+from unidev.core import discovery, dtypes, opset
+
+_KNOWN_CAPS = 0x1 | 0x2
+
+
+def test_plugin_loads(unidev_target) -> None:
+    rec = unidev_target.record
+    if rec.status == discovery.NO_DEVICES:
+        pytest.skip(f"plugin {unidev_target.name!r} loads but has no devices here: {rec.error}")
+    assert rec.status == discovery.OK, (
+        f"plugin {unidev_target.name!r} is {rec.status}: {rec.error}")
+
+
+def test_abi_version(unidev_usable) -> None:
+    table = unidev_usable.api.table
+    assert table.abi_major == _C.ABI_MAJOR, (
+        f"UD_Api.abi_major {table.abi_major}, this unidev speaks {_C.ABI_MAJOR}")
+    assert table.abi_minor >= 0, f"UD_Api.abi_minor {table.abi_minor} is negative"
+    assert table.struct_size >= abi.SIZE_1_0, (
+        f"UD_Api.struct_size {table.struct_size} is smaller than the ABI 1.0 table "
+        f"({abi.SIZE_1_0} bytes)")
+
+
+def test_table_complete(unidev_usable) -> None:
+    missing = unidev_usable.api.missing()
+    assert not missing, f"UD_Api leaves these functions NULL: {', '.join(missing)}"
+
+
+def test_names_and_version(unidev_usable) -> None:
+    table = unidev_usable.api.table
+    name = (table.plugin_name or b"").decode()
+    assert name == unidev_usable.record.spec.name, (
+        f"UD_Api.plugin_name {name!r} differs from the hook's PluginSpec.name "
+        f"{unidev_usable.record.spec.name!r}")
+    assert (table.plugin_version or b"").decode(), "UD_Api.plugin_version is empty"
+
+
+def test_device_count(unidev_usable) -> None:
+    n = unidev_usable.api.device_count()
+    assert n >= 1, "device_count reports no devices although discovery found some"
+    assert unidev_usable.index < n, f"device index {unidev_usable.index} >= device_count {n}"
+
+
+def test_device_properties(unidev_usable) -> None:
+    t = unidev_usable
+    p = t.api.properties(t.index)
+    raw = ctypes.string_at(ctypes.addressof(p) + abi.DeviceProperties.name.offset, 64)
+    assert b"\0" in raw, "UD_DeviceProperties.name is not NUL-terminated within 64 bytes"
+    assert raw.split(b"\0")[0].strip(), "UD_DeviceProperties.name is empty"
+    assert p.total_memory > 0, "total_memory is 0"
+    assert p.compute_units >= 1, f"compute_units {p.compute_units}, expected >= 1"
+    assert p.vector_width >= 1, f"vector_width {p.vector_width}, expected >= 1 (bytes)"
+    assert bool(p.host_addressable) == t.record.spec.host_addressable, (
+        f"device says host_addressable={bool(p.host_addressable)} but the PluginSpec says "
+        f"{t.record.spec.host_addressable}")
+    assert p.capabilities & ~_KNOWN_CAPS == 0, (
+        f"capabilities 0x{p.capabilities:x} sets bits unidev.h does not define")
+    # the binding's view agrees with the raw table
+    d = t.library.device_properties(t.index)
+    assert d["total_memory"] == p.total_memory
+
+
+def test_memory_info(unidev_usable) -> None:
+    t = unidev_usable
+    free, total = t.library.memory_info(t.index)
+    assert 0 < total, "device_memory_info: total is 0"
+    assert free <= total, f"device_memory_info: free {free} > total {total}"
+    assert total == t.library.device_properties(t.index)["total_memory"], (
+        "device_memory_info total differs from UD_DeviceProperties.total_memory")
+
+
+def test_unknown_op_lookup(unidev_usable) -> None:
+    assert unidev_usable.library.kernel("no_such_op_anywhere", "float32") is None, (
+        "kernel_lookup returned a kernel for an op that is not in the op set")
+
+
+def test_lookup_other_dtypes(unidev_usable) -> None:
+    """Lookups of dtypes outside an op's rule (float16, uint8) return NULL or a kernel, never
+    an error or a crash."""
+    lib = unidev_usable.library
+    for dt in ("float16", "bfloat16", "uint8"):
+        lib.kernel("add", dt)  # any answer is fine; raising would fail the test
+
+
+def test_claimed_tier_has_float32_kernels(unidev_usable) -> None:
+    t = unidev_usable
+    lib = t.library
+    missing = [op.name for op in opset.OPS.values()
+               if op.tier <= t.conformance.tier and "float32" in op.dtypes
+               and not t.exclusion(op.name, "float32") and lib.kernel(op.name, "float32") is None]
+    assert not missing, (f"the plugin claims tier {t.conformance.tier} but has no float32 "
+                         f"kernel for: {', '.join(missing)}")
+
+
+def test_spec_is_consistent(unidev_usable) -> None:
+    conf = unidev_usable.conformance
+    assert conf.tier in opset.TIERS, f"Conformance.tier {conf.tier} is not one of {opset.TIERS}"
+    for key in conf.exclusions:
+        op, _, dt = key.partition(":")
+        assert op in opset.OPS, f"exclusion {key!r} names an unknown op"
+        assert not dt or dt in opset.OPS[op].dtypes, f"exclusion {key!r}: {op} has no {dt}"
+    for dt, tol in conf.tolerances.items():
+        dtypes.check(dt, "Conformance.tolerances")
+        assert len(tol) == 2 and all(v >= 0 for v in tol), (
+            f"tolerance for {dt} must be (rtol, atol) >= 0, got {tol}")
+
+
+def test_error_objects(unidev_usable) -> None:
+    """A provoked error carries a known code and a non-empty message."""
+    t = unidev_usable
+    try:
+        t.api.properties(10_000)
+    except abi.PluginError as exc:
+        assert exc.code in abi.ERROR_CODES and exc.code != 0, f"unknown error code {exc.code}"
+        assert exc.message.strip(), "error_message returned an empty message"
+    else:
+        raise AssertionError("device_properties(10000) succeeded; expected INVALID_ARGUMENT")
