@@ -1,0 +1,32 @@
+"""unidev plugin for the SX-Aurora Vector Engine (emulated by vesim): where its library is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from unidev.plugins import Conformance, PluginSpec, hookimpl
+
+__all__ = ["library_path", "unidev_plugin"]
+
+__version__ = "0.1.0"
+
+
+def library_path() -> str:
+    """Absolute path of the plugin's native library (installed beside this module)."""
+    return str(Path(__file__).resolve().parent / "libunidev_aurora.so")
+
+
+@hookimpl
+def unidev_plugin() -> PluginSpec:
+    return PluginSpec(
+        name="aurora",
+        torch_name="aurora",
+        tf_type="AURORA",
+        library=library_path(),
+        priority=50,
+        host_addressable=False,
+        version=__version__,
+        description="NEC SX-Aurora Vector Engine on vesim (VESIM_DEVICES, VESIM_MEMORY, "
+                    "VESIM_LATENCY=veda)",
+        conformance=Conformance(tier=2),
+    )

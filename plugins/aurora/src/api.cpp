@@ -1,0 +1,215 @@
+// api.cpp — the UD_Api table on vesim: devices, memory, streams, kernel lookup.
+#include <mutex>
+
+#include "aurora.h"
+
+namespace aurora {
+
+namespace {
+
+std::once_flag g_once;
+VESIMresult g_init = VESIM_ERROR_NOT_INITIALIZED;
+std::string g_init_detail;
+int g_devices = 0;
+
+// vesim is started on first use: one OMP-mode context (all cores, one stream) per device.
+VESIMresult ensure_init() {
+  std::call_once(g_once, [] {
+    g_init = vesimInit();
+    if (g_init == VESIM_SUCCESS) g_init = vesimDeviceGetCount(&g_devices);
+    for (int d = 0; g_init == VESIM_SUCCESS && d < g_devices; d++) {
+      VESIMcontext ctx;
+      g_init = vesimCtxCreate(&ctx, VESIM_CONTEXT_MODE_OMP, d);
+    }
+    if (g_init != VESIM_SUCCESS) g_init_detail = vesimGetLastErrorDetail();
+  });
+  return g_init;
+}
+
+UD_Error* init_error() {
+  if (ensure_init() == VESIM_SUCCESS) return nullptr;
+  return ud_kit_error(code_of(g_init), "aurora: vesim failed to start: %s (%s)",
+                      g_init_detail.c_str(), vesimGetErrorName(g_init));
+}
+
+}  // namespace
+
+UD_Error* check_device(int32_t device) {
+  if (UD_Error* e = init_error()) return e;
+  if (device < 0 || device >= g_devices)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "aurora: device %d does not exist (%d devices; "
+                        "set VESIM_DEVICES for more)", device, g_devices);
+  return nullptr;
+}
+
+namespace {
+
+UD_Error* device_count(int32_t* count, const char** reason) {
+  if (!count) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "device_count: count is NULL");
+  if (reason) *reason = nullptr;
+  if (ensure_init() != VESIM_SUCCESS) {
+    *count = 0;
+    if (reason) *reason = "vesim failed to start";
+    return nullptr;
+  }
+  *count = g_devices;
+  if (g_devices == 0 && reason) *reason = "VESIM_DEVICES=0";
+  return nullptr;
+}
+
+UD_Error* device_properties(int32_t device, UD_DeviceProperties* p) {
+  if (UD_Error* e = check_device(device)) return e;
+  if (!p || p->struct_size < sizeof(UD_DeviceProperties))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "device_properties: props is NULL or its "
+                        "struct_size is too small");
+  VESIMdeviceinfo info;
+  if (VESIMresult r = vesimDeviceGetInfo(device, &info)) return from_vesim(r, "device_properties");
+  snprintf(p->name, sizeof p->name, "%s", info.name);
+  p->total_memory = info.memory;
+  p->compute_units = info.cores;
+  p->vector_width = info.vector_length * 8;
+  p->host_addressable = 0;
+  p->capabilities = UD_CAP_STREAMS | UD_CAP_EVENT_TIMING;
+  return nullptr;
+}
+
+UD_Error* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  if (UD_Error* e = check_device(device)) return e;
+  return from_vesim(vesimMemGetInfo(device, free_bytes, total_bytes), "device_memory_info");
+}
+
+UD_Error* device_synchronize(int32_t device) {
+  if (UD_Error* e = check_device(device)) return e;
+  VESIMcontext ctx;
+  if (VESIMresult r = vesimCtxGet(device, &ctx)) return from_vesim(r, "device_synchronize");
+  return from_vesim(vesimCtxSynchronize(ctx), "device_synchronize: work on a stream failed");
+}
+
+UD_Error* mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
+  if (UD_Error* e = check_device(device)) return e;
+  if (!handle) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: handle is NULL");
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, device, &s)) return e;
+  int sd = -1;
+  if (vesimStreamGetDevice(s, &sd) != VESIM_SUCCESS || sd != device)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: the stream is not a live stream of "
+                        "device %d", device);
+  return from_vesim(vesimMemAllocAsync(handle, size, s), "mem_alloc");
+}
+
+UD_Error* mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
+  if (UD_Error* e = check_device(device)) return e;
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, device, &s)) return e;
+  return from_vesim(vesimMemFreeAsync(handle, s), "mem_free");
+}
+
+UD_Error* memcpy_h2d(UD_Stream stream, UD_Handle dst, const void* src, uint64_t size) {
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
+  return from_vesim(vesimMemcpyHtoDAsync(dst, src, size, s), "memcpy_h2d");
+}
+
+UD_Error* memcpy_d2h(UD_Stream stream, void* dst, UD_Handle src, uint64_t size) {
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(src), &s)) return e;
+  return from_vesim(vesimMemcpyDtoHAsync(dst, src, size, s), "memcpy_d2h");
+}
+
+UD_Error* memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size) {
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
+  return from_vesim(vesimMemcpyDtoDAsync(dst, src, size, s), "memcpy_d2d");
+}
+
+UD_Error* mem_set(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
+                  uint64_t count) {
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
+  VESIMresult r;
+  switch (elem_size) {
+    case 1: r = vesimMemsetD8Async(dst, uint8_t(pattern), count, s); break;
+    case 2: r = vesimMemsetD16Async(dst, uint16_t(pattern), count, s); break;
+    case 4: r = vesimMemsetD32Async(dst, uint32_t(pattern), count, s); break;
+    case 8: r = vesimMemsetD64Async(dst, pattern, count, s); break;
+    default:
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8",
+                          elem_size);
+  }
+  return from_vesim(r, "memset");
+}
+
+UD_Error* stream_create(int32_t device, UD_Stream* stream) {
+  if (UD_Error* e = check_device(device)) return e;
+  if (!stream) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "stream_create: stream is NULL");
+  VESIMcontext ctx;
+  if (VESIMresult r = vesimCtxGet(device, &ctx)) return from_vesim(r, "stream_create");
+  VESIMstream s;
+  if (VESIMresult r = vesimStreamCreate(ctx, &s)) return from_vesim(r, "stream_create");
+  *stream = reinterpret_cast<UD_Stream>(s);
+  return nullptr;
+}
+
+UD_Error* stream_destroy(UD_Stream stream) {
+  if (UD_Error* e = init_error()) return e;
+  if (!stream) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "stream_destroy: stream is NULL");
+  auto* s = reinterpret_cast<VESIMstream>(stream);
+  // pending errors are dropped with the stream (the contract has no place to report them)
+  return from_vesim(vesimStreamDestroy(s), "stream_destroy");
+}
+
+UD_Error* stream_synchronize(UD_Stream stream) {
+  if (UD_Error* e = init_error()) return e;
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, 0, &s)) return e;
+  return from_vesim(vesimStreamSynchronize(s), "stream_synchronize: work on the stream failed");
+}
+
+UD_Error* stream_query(UD_Stream stream, int32_t* done) {
+  if (UD_Error* e = init_error()) return e;
+  if (!done) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "stream_query: done is NULL");
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, 0, &s)) return e;
+  VESIMresult r = vesimStreamQuery(s);
+  if (r == VESIM_ERROR_NOT_READY) {
+    *done = 0;
+    return nullptr;
+  }
+  *done = 1;
+  return from_vesim(r, "stream_query");
+}
+
+UD_Error* kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {
+  if (!op || !kernel)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "kernel_lookup: op or kernel is NULL");
+  *kernel = find_kernel(op, dtype);
+  return nullptr;
+}
+
+}  // namespace
+
+UD_Error* stream_of(UD_Stream stream, int32_t device, VESIMstream* out) {
+  *out = reinterpret_cast<VESIMstream>(stream);
+  if (stream) return nullptr;
+  if (UD_Error* e = check_device(device)) return e;
+  VESIMcontext ctx;
+  VESIMresult r = vesimCtxGet(device, &ctx);
+  if (r == VESIM_SUCCESS) r = vesimCtxGetStream(ctx, 0, out);
+  return from_vesim(r, "default stream");
+}
+
+}  // namespace aurora
+
+extern "C" UD_EXPORT const UD_Api* unidev_get_api(void) {
+  using namespace aurora;
+  // in unidev.h's field order
+  static const UD_Api api = {
+      sizeof(UD_Api), UD_ABI_MAJOR, UD_ABI_MINOR, "aurora", "0.1.0",
+      ud_kit_error_code, ud_kit_error_message, ud_kit_error_destroy,
+      device_count, device_properties, device_memory_info, device_synchronize,
+      mem_alloc, mem_free, memcpy_h2d, memcpy_d2h, memcpy_d2d, mem_set,
+      stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
+      event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
+      kernel_lookup};
+  return &api;
+}

@@ -1,0 +1,197 @@
+// aurora.h — what every kernel file of the aurora plugin shares: the kernel registry, host-side
+// argument checks, the launch of a call onto a vesim stream, and device-side helpers.
+//
+// A kernel has two halves. The host half (a UD_KernelFn) validates the UD_KernelArgs, copies the
+// descriptors and attributes into a Call and launches it on the vesim stream; it never touches
+// device memory. The device half (a Body) runs on the stream worker, resolves every tensor's
+// virtual pointer through vesim (bounds-checked) and computes.
+#pragma once
+
+#include <unidev/plugin_kit.h>
+#include <unidev/unidev.h>
+
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vesim.h"
+#include "vesim_device.h"
+
+namespace aurora {
+
+constexpr int kMaxDims = UD_KIT_MAX_DIMS;
+
+// ---- dtypes ------------------------------------------------------------------------------------
+
+using Bool = uint8_t;  // unidev's bool: one byte, 0 or 1
+
+template <class T> struct DType;
+template <> struct DType<float> { static constexpr UD_DType ud = {UD_DTYPE_FLOAT, 32, 1}; };
+template <> struct DType<double> { static constexpr UD_DType ud = {UD_DTYPE_FLOAT, 64, 1}; };
+template <> struct DType<int32_t> { static constexpr UD_DType ud = {UD_DTYPE_INT, 32, 1}; };
+template <> struct DType<int64_t> { static constexpr UD_DType ud = {UD_DTYPE_INT, 64, 1}; };
+template <> struct DType<Bool> { static constexpr UD_DType ud = {UD_DTYPE_BOOL, 8, 1}; };
+
+UD_DType dtype_from_name(const std::string& name, bool* ok);
+
+// ---- the registry --------------------------------------------------------------------------------
+
+// Adds (op, dtype) -> fn; called from static initializers of the kernel files.
+void register_kernel(const char* op, UD_DType dtype, UD_KernelFn fn);
+UD_KernelFn find_kernel(const char* op, UD_DType dtype);
+
+// Stamps `Kernel<T>` for every listed type under `op`.
+template <template <class> class Kernel, class... Ts>
+struct RegisterTypes {
+  explicit RegisterTypes(const char* op) { (register_kernel(op, DType<Ts>::ud, &Kernel<Ts>::run), ...); }
+};
+
+// ---- calls ----------------------------------------------------------------------------------------
+
+// A tensor descriptor copied for the device (the caller's arrays may be gone when it runs).
+struct Tensor {
+  UD_Handle handle = 0;
+  int32_t ndim = -1;
+  UD_DType dtype{};
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+  uint64_t offset = 0;
+  char* data = nullptr;  // element [0, ...], set on the device side by resolve_all
+
+  bool present() const { return ndim >= 0; }
+  int64_t numel() const;
+  int64_t itemsize() const { return dtype.bits / 8; }
+  bool contiguous() const;
+  template <class T> T* ptr() const { return reinterpret_cast<T*>(data); }
+};
+
+struct Attr {
+  UD_AttrType type = UD_ATTR_INT;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+};
+
+struct Call;
+using Body = VESIMresult (*)(VESIMkernel_ctx* k, Call& c);
+
+struct Call {
+  const char* op = "";
+  std::vector<Tensor> in, out;
+  std::vector<Attr> attrs;
+  Body body = nullptr;
+  std::vector<int64_t> iparams;  // values the host half derived for the device half
+};
+
+// Host-side checker: the first failure wins and names the op and the argument.
+class Check {
+ public:
+  Check(const UD_KernelArgs* a, const char* op) : a_(a), op_(op) {}
+  ~Check() { ud_kit_error_destroy(err_); }
+  const char* op() const { return op_; }
+  bool ok() const { return err_ == nullptr; }
+  UD_Error* take() {
+    UD_Error* e = err_;
+    err_ = nullptr;
+    return e;
+  }
+  bool fail(UD_ErrorCode code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  // counts of inputs (-1: variadic, at least one) and outputs, the attribute list
+  // ("alpha:f,axes:I"; types i f b s I), and the structure of every present tensor
+  bool signature(int inputs, int outputs, const char* attrs);
+  bool dtype(const UD_Tensor& t, const char* name, UD_DType want);
+  // every present input and output has dtype `want`, except input i when bit i of `skip` is
+  // set and output j when bit 16 + j is
+  bool dtypes(UD_DType want, uint32_t skip = 0);
+  bool same_shape(const UD_Tensor& t, const char* name, const UD_Tensor& ref, const char* refname);
+  bool ndim(const UD_Tensor& t, const char* name, int lo, int hi);
+  bool dim(const UD_Tensor& t, const char* name, int d, int64_t want);
+  // ints attribute `idx` as two values >= lo (one value serves both; empty gives `fallback`)
+  bool pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback = nullptr);
+  const UD_Tensor& in(int i) const { return a_->inputs[i]; }
+  const UD_Tensor& out(int i) const { return a_->outputs[i]; }
+  const UD_KernelArgs* args() const { return a_; }
+
+ private:
+  const UD_KernelArgs* a_;
+  const char* op_;
+  UD_Error* err_ = nullptr;
+};
+
+// Copies args into a Call and launches `body` on the stream. Takes ownership of `c`.
+UD_Error* launch(const UD_KernelArgs* a, Call* c);
+// Builds the Call for `a` (descriptors and attributes copied, `iparams` attached).
+Call* make_call(const UD_KernelArgs* a, const char* op, Body body,
+                std::vector<int64_t> iparams = {});
+
+// A struct of int64 fields (kernel geometry) carried from the host half in Call::iparams.
+template <class G> std::vector<int64_t> pack(const G& g) {
+  auto p = reinterpret_cast<const int64_t*>(&g);
+  return std::vector<int64_t>(p, p + sizeof g / sizeof *p);
+}
+template <class G> G unpack(const Call& c) {
+  G g;
+  std::memcpy(&g, c.iparams.data(), sizeof g);
+  return g;
+}
+
+// ---- device side --------------------------------------------------------------------------------
+
+// Parallel for over [0, n) on the device's cores with a capturing lambda f(begin, end).
+template <class F>
+VESIMresult parallel(VESIMkernel_ctx* k, int64_t n, int64_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  auto tramp = [](void* arg, int64_t b, int64_t e, int) { (*static_cast<Fn*>(arg))(b, e); };
+  return vesimDevParallelFor(k, n, grain, tramp, &f);
+}
+
+// Like parallel(), with the chunk index (< vesimDevCores(k)) passed as f(begin, end, chunk).
+template <class F>
+VESIMresult parallel_chunks(VESIMkernel_ctx* k, int64_t n, int64_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  auto tramp = [](void* arg, int64_t b, int64_t e, int c) { (*static_cast<Fn*>(arg))(b, e, c); };
+  return vesimDevParallelFor(k, n, grain, tramp, &f);
+}
+
+// Elements per unit of parallel work: long enough to fill the VE's vector pipes several times.
+constexpr int64_t kGrain = 4 * VESIM_VL * 8;
+
+// Offset in elements of linear index `i` of a view with `shape`/`strides` (row-major order).
+inline int64_t offset_of(int64_t i, int nd, const int64_t* shape, const int64_t* strides) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    off += (i % shape[d]) * strides[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
+// Converts between unidev dtypes the way C does (bool: nonzero -> 1).
+template <class To, class From> inline To convert(From v) {
+  if constexpr (std::is_same_v<To, Bool>) return v != From(0) ? 1 : 0;
+  else return static_cast<To>(v);
+}
+
+// Maps a vesim error to a unidev error with `what` prefixed.
+UD_Error* from_vesim(VESIMresult r, const char* what);
+UD_ErrorCode code_of(VESIMresult r);
+
+// UD events (events.cpp), built from vesim stream callbacks: vesim, like VEDA, has none.
+UD_Error* event_create(int32_t device, UD_Event* event);
+UD_Error* event_destroy(UD_Event event);
+UD_Error* event_record(UD_Event event, UD_Stream stream);
+UD_Error* event_query(UD_Event event, int32_t* done);
+UD_Error* event_synchronize(UD_Event event);
+UD_Error* event_elapsed(UD_Event start, UD_Event end, double* milliseconds);
+UD_Error* stream_wait_event(UD_Stream stream, UD_Event event);
+
+// NULL if `device` names a device of this plugin (starting vesim on first use).
+UD_Error* check_device(int32_t device);
+
+// vesim stream behind a UD_Stream (NULL: the device's default stream).
+UD_Error* stream_of(UD_Stream s, int32_t device, VESIMstream* out);
+
+}  // namespace aurora

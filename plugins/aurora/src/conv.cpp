@@ -1,0 +1,324 @@
+// conv.cpp — conv2d and its two gradients, by im2col + BLAS or by direct loops.
+//
+// `algorithm`: "im2col" lowers each (image, group) to one GEMM on a column buffer
+// [C/groups * R * S, OH * OW]; "direct" loops over output planes, one per core at a time, with
+// the output row as the vector loop; "auto" takes im2col unless its column buffer would be huge.
+#include "blas.h"
+#include "strided.h"
+
+namespace aurora {
+
+namespace {
+
+enum Algo : int64_t { kAuto = 0, kDirect = 1, kIm2col = 2 };
+constexpr int64_t kMaxColumn = int64_t(1) << 26;  // elements of the im2col buffer for "auto"
+
+struct Geo {
+  int64_t n, c, h, w, k, cg, kg, r, s, oh, ow, sh, sw, ph, pw, dh, dw, g, algo;
+  int64_t rows() const { return cg * r * s; }  // im2col rows per group
+  int64_t plane() const { return oh * ow; }
+};
+
+// Validates the conv attributes (from position `base`) and shapes; x and w are the shapes.
+bool geometry(Check& ck, const int64_t* x, const int64_t* w, int base, Geo* g) {
+  int64_t st[2] = {}, pd[2] = {}, dl[2] = {};
+  if (!ck.pair(base, 1, st) || !ck.pair(base + 1, 0, pd) || !ck.pair(base + 2, 1, dl))
+    return false;
+  int64_t groups = ck.args()->attrs[base + 3].value.i;
+  const char* algo = ck.args()->attrs[base + 4].value.s;
+  *g = Geo{x[0], x[1], x[2], x[3], w[0], w[1], 0, w[2], w[3], 0, 0, st[0], st[1], pd[0], pd[1],
+           dl[0], dl[1], groups, kAuto};
+  if (!strcmp(algo, "direct")) g->algo = kDirect;
+  else if (!strcmp(algo, "im2col")) g->algo = kIm2col;
+  else if (strcmp(algo, "auto"))
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'algorithm' = '%s', expected 'auto', "
+                   "'direct' or 'im2col'", algo);
+  if (groups < 1 || g->c % groups || g->k % groups)
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'groups' = %lld, expected >= 1 dividing "
+                   "C=%lld and K=%lld", (long long)groups, (long long)g->c, (long long)g->k);
+  if (g->cg * groups != g->c)
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "weight has %lld input channels, expected C/groups = "
+                   "%lld", (long long)g->cg, (long long)(g->c / groups));
+  g->kg = g->k / groups;
+  g->oh = (g->h + 2 * g->ph - g->dh * (g->r - 1) - 1) / g->sh + 1;
+  g->ow = (g->w + 2 * g->pw - g->dw * (g->s - 1) - 1) / g->sw + 1;
+  if (g->h + 2 * g->ph - g->dh * (g->r - 1) - 1 < 0 || g->w + 2 * g->pw - g->dw * (g->s - 1) - 1 < 0)
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "input %lldx%lld is too small for kernel %lldx%lld",
+                   (long long)g->h, (long long)g->w, (long long)g->r, (long long)g->s);
+  if (g->algo == kAuto) g->algo = g->rows() * g->plane() > kMaxColumn ? kDirect : kIm2col;
+  if (g->rows() > kBlasMax || g->plane() > kBlasMax)
+    return ck.fail(UD_ERR_UNSUPPORTED, "convolution too large for 32-bit BLAS");
+  return true;
+}
+
+bool shape_is(Check& ck, const UD_Tensor& t, const char* name, const int64_t* want) {
+  if (!ck.ndim(t, name, 4, 4)) return false;
+  for (int d = 0; d < 4; d++)
+    if (!ck.dim(t, name, d, want[d])) return false;
+  return true;
+}
+
+bool shape_attr(Check& ck, int idx, int64_t out[4]) {
+  const UD_Attr& a = ck.args()->attrs[idx];
+  if (a.value.ints.len != 4)
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' has %lld values, expected 4", a.name,
+                   (long long)a.value.ints.len);
+  for (int i = 0; i < 4; i++)
+    if ((out[i] = a.value.ints.data[i]) < 0)
+      return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' has a negative extent", a.name);
+  return true;
+}
+
+// col[(ci, r, s), (oh, ow)] = x[ci, ih, iw] (0 in the padding) for one image and group.
+template <class T>
+VESIMresult im2col(VESIMkernel_ctx* k, const Geo& g, const T* x, T* col) {
+  return parallel(k, g.rows(), 1, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; row++) {
+      int64_t ci = row / (g.r * g.s), r = row / g.s % g.r, s = row % g.s;
+      const T* xp = x + ci * g.h * g.w;
+      T* out = col + row * g.plane();
+      for (int64_t oh = 0; oh < g.oh; oh++) {
+        int64_t ih = oh * g.sh - g.ph + r * g.dh;
+        T* o = out + oh * g.ow;
+        if (ih < 0 || ih >= g.h) {
+          std::fill_n(o, g.ow, T(0));
+          continue;
+        }
+#pragma omp simd
+        for (int64_t ow = 0; ow < g.ow; ow++) {
+          int64_t iw = ow * g.sw - g.pw + s * g.dw;
+          o[ow] = (iw >= 0 && iw < g.w) ? xp[ih * g.w + iw] : T(0);
+        }
+      }
+    }
+  });
+}
+
+// x[ci, ih, iw] += col[(ci, r, s), (oh, ow)]; one core per input channel (no write races).
+template <class T>
+VESIMresult col2im(VESIMkernel_ctx* k, const Geo& g, const T* col, T* x) {
+  return parallel(k, g.cg, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ci = b; ci < e; ci++)
+      for (int64_t r = 0; r < g.r; r++)
+        for (int64_t s = 0; s < g.s; s++) {
+          const T* in = col + ((ci * g.r + r) * g.s + s) * g.plane();
+          T* xp = x + ci * g.h * g.w;
+          for (int64_t oh = 0; oh < g.oh; oh++) {
+            int64_t ih = oh * g.sh - g.ph + r * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            for (int64_t ow = 0; ow < g.ow; ow++) {
+              int64_t iw = ow * g.sw - g.pw + s * g.dw;
+              if (iw >= 0 && iw < g.w) xp[ih * g.w + iw] += in[oh * g.ow + ow];
+            }
+          }
+        }
+  });
+}
+
+// Calls f(oh, ow0, ow1, ih, iw0): the output columns [ow0, ow1) whose tap (r, s) falls inside
+// the input, with iw0 the input column of ow0 (stride g.sw from there).
+template <class F>
+inline void tap_rows(const Geo& g, int64_t r, int64_t s, F&& f) {
+  int64_t ow0 = 0, ow1 = g.ow;
+  while (ow0 < g.ow && ow0 * g.sw - g.pw + s * g.dw < 0) ow0++;
+  while (ow1 > ow0 && (ow1 - 1) * g.sw - g.pw + s * g.dw >= g.w) ow1--;
+  for (int64_t oh = 0; oh < g.oh; oh++) {
+    int64_t ih = oh * g.sh - g.ph + r * g.dh;
+    if (ih >= 0 && ih < g.h && ow0 < ow1) f(oh, ow0, ow1, ih, ow0 * g.sw - g.pw + s * g.dw);
+  }
+}
+
+// The host half of the three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight).
+const char* const kConvOps[] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
+
+template <int Kind>
+UD_Error* conv_check(const UD_KernelArgs* a, UD_DType dt, Body body) {
+  Check ck(a, kConvOps[Kind]);
+  static const std::string attrs = "stride:I,padding:I,dilation:I,groups:i,algorithm:s";
+  const std::string sig = Kind == 0 ? attrs : (Kind == 1 ? "input_shape:I," : "weight_shape:I,") + attrs;
+  int64_t given[4];
+  Geo g;
+  if (!ck.signature(Kind == 0 ? 3 : 2, 1, sig.c_str()) || !ck.dtypes(dt) ||
+      !ck.ndim(ck.in(Kind == 0 ? 0 : 1), Kind == 1 ? "weight" : "x", 4, 4) ||
+      (Kind == 0 && !ck.ndim(ck.in(1), "weight", 4, 4)) || (Kind && !shape_attr(ck, 0, given)))
+    return ck.take();
+  const int64_t* xs = Kind == 1 ? given : ck.in(Kind == 0 ? 0 : 1).shape;
+  const int64_t* ws = Kind == 2 ? given : ck.in(1).shape;
+  if (!geometry(ck, xs, ws, Kind ? 1 : 0, &g)) return ck.take();
+  int64_t y[4] = {g.n, g.k, g.oh, g.ow};
+  if (Kind == 0 ? !shape_is(ck, ck.out(0), "y", y) ||
+                      (ck.in(2).ndim >= 0 && (!ck.ndim(ck.in(2), "bias", 1, 1) || !ck.dim(ck.in(2), "bias", 0, g.k)))
+                : !shape_is(ck, ck.in(0), "grad_y", y) || !shape_is(ck, ck.out(0), "output", Kind == 1 ? xs : ws))
+    return ck.take();
+  return launch(a, make_call(a, kConvOps[Kind], body, pack(g)));
+}
+
+template <class T> struct Conv2d {
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<0>(a, DType<T>::ud, body); }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<Geo>(c);
+    const T *x, *w, *bias;
+    T* y;
+    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
+    if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
+    if (VESIMresult r = dense_in(k, c.in[2], &bias)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &y, true)) return r;
+    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    VESIMresult r = g.algo == kDirect ? direct(k, g, x, w, y) : lowered(k, g, x, w, y);
+    if (r) return r;
+    if (c.in[2].present()) {
+      r = parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; i++) {
+          T* p = y + i * g.plane();
+          T v = bias[i % g.k];
+#pragma omp simd
+          for (int64_t j = 0; j < g.plane(); j++) p[j] += v;
+        }
+      });
+      if (r) return r;
+    }
+    return store(k, c.out[0], y);
+  }
+  static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y) {
+    T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
+    T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.kg, g.plane(), g.rows(), sizeof(T))));
+    if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
+    for (int64_t n = 0; n < g.n; n++)
+      for (int64_t gi = 0; gi < g.g; gi++) {
+        if (VESIMresult r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col)) return r;
+        gemm<T>({w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1},
+                {col, g.rows(), g.plane(), g.plane(), 1},
+                {y + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1}, T(1), T(0),
+                scratch);
+      }
+    return VESIM_SUCCESS;
+  }
+  static VESIMresult direct(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y) {
+    return parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i++) {
+        int64_t n = i / g.k, ko = i % g.k, gi = ko / g.kg;
+        T* out = y + i * g.plane();
+        for (int64_t ci = 0; ci < g.cg; ci++) {
+          const T* xp = x + (n * g.c + gi * g.cg + ci) * g.h * g.w;
+          for (int64_t r = 0; r < g.r; r++)
+            for (int64_t s = 0; s < g.s; s++) {
+              T wv = w[((ko * g.cg + ci) * g.r + r) * g.s + s];
+              tap_rows(g, r, s, [&](int64_t oh, int64_t ow0, int64_t ow1, int64_t ih, int64_t iw0) {
+                T* o = out + oh * g.ow;
+                const T* in = xp + ih * g.w + iw0 - ow0 * g.sw;
+#pragma omp simd
+                for (int64_t ow = ow0; ow < ow1; ow++) o[ow] += wv * in[ow * g.sw];
+              });
+            }
+        }
+      }
+    });
+  }
+};
+
+template <class T> struct Conv2dBackwardInput {
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<1>(a, DType<T>::ud, body); }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<Geo>(c);
+    const T *gy, *w;
+    T* gx;
+    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &gx, true)) return r;
+    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    VESIMresult r = VESIM_SUCCESS;
+    if (g.algo == kDirect) {
+      r = parallel(k, g.n * g.c, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; i++) {
+          int64_t n = i / g.c, ci = i % g.c, gi = ci / g.cg, cl = ci % g.cg;
+          T* xp = gx + i * g.h * g.w;
+          for (int64_t ko = gi * g.kg; ko < (gi + 1) * g.kg; ko++) {
+            const T* gp = gy + (n * g.k + ko) * g.plane();
+            for (int64_t rr = 0; rr < g.r; rr++)
+              for (int64_t s = 0; s < g.s; s++) {
+                T wv = w[((ko * g.cg + cl) * g.r + rr) * g.s + s];
+                tap_rows(g, rr, s, [&](int64_t oh, int64_t ow0, int64_t ow1, int64_t ih, int64_t iw0) {
+                  T* o = xp + ih * g.w + iw0 - ow0 * g.sw;
+                  const T* src = gp + oh * g.ow;
+                  for (int64_t ow = ow0; ow < ow1; ow++) o[ow * g.sw] += wv * src[ow];
+                });
+              }
+          }
+        }
+      });
+    } else {
+      T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
+      T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.rows(), g.plane(), g.kg, sizeof(T))));
+      if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
+      for (int64_t n = 0; n < g.n && !r; n++)
+        for (int64_t gi = 0; gi < g.g && !r; gi++) {
+          // col = W_g^T [CgRS, Kg] @ grad_y [Kg, OH*OW]
+          gemm<T>({w + gi * g.kg * g.rows(), g.rows(), g.kg, 1, g.rows()},
+                  {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
+                  {col, g.rows(), g.plane(), g.plane(), 1}, T(1), T(0), scratch);
+          r = col2im(k, g, col, gx + (n * g.c + gi * g.cg) * g.h * g.w);
+        }
+    }
+    return r ? r : store(k, c.out[0], gx);
+  }
+};
+
+template <class T> struct Conv2dBackwardWeight {
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<2>(a, DType<T>::ud, body); }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<Geo>(c);
+    const T *gy, *x;
+    T* gw;
+    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[1], &x)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &gw, true)) return r;
+    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    VESIMresult r = VESIM_SUCCESS;
+    if (g.algo == kDirect) {
+      r = parallel(k, g.k * g.cg, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; i++) {
+          int64_t ko = i / g.cg, cl = i % g.cg, gi = ko / g.kg;
+          for (int64_t rr = 0; rr < g.r; rr++)
+            for (int64_t s = 0; s < g.s; s++) {
+              double acc = 0;
+              for (int64_t n = 0; n < g.n; n++) {
+                const T* xp = x + (n * g.c + gi * g.cg + cl) * g.h * g.w;
+                const T* gp = gy + (n * g.k + ko) * g.plane();
+                tap_rows(g, rr, s, [&](int64_t oh, int64_t ow0, int64_t ow1, int64_t ih, int64_t iw0) {
+                  const T* in = xp + ih * g.w + iw0 - ow0 * g.sw;
+                  const T* src = gp + oh * g.ow;
+                  double part = 0;
+#pragma omp simd reduction(+ : part)
+                  for (int64_t ow = ow0; ow < ow1; ow++) part += double(src[ow]) * double(in[ow * g.sw]);
+                  acc += part;
+                });
+              }
+              gw[i * g.r * g.s + rr * g.s + s] = T(acc);
+            }
+        }
+      });
+    } else {
+      T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
+      T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.kg, g.rows(), g.plane(), sizeof(T))));
+      if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
+      for (int64_t n = 0; n < g.n && !r; n++)
+        for (int64_t gi = 0; gi < g.g && !r; gi++) {
+          r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col);
+          // grad_w_g [Kg, CgRS] += grad_y [Kg, OH*OW] @ col^T [OH*OW, CgRS]
+          if (!r)
+            gemm<T>({gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
+                    {col, g.plane(), g.rows(), 1, g.plane()},
+                    {gw + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, T(1), T(1), scratch);
+        }
+    }
+    return r ? r : store(k, c.out[0], gw);
+  }
+};
+
+const RegisterTypes<Conv2d, float, double> reg_conv("conv2d");
+const RegisterTypes<Conv2dBackwardInput, float, double> reg_conv_bi("conv2d_backward_input");
+const RegisterTypes<Conv2dBackwardWeight, float, double> reg_conv_bw("conv2d_backward_weight");
+
+}  // namespace
+
+}  // namespace aurora

@@ -1,0 +1,255 @@
+// pool.cpp — max, average and adaptive-average pooling (NCHW) and their gradients.
+// Every (n, c) plane is independent: planes are spread over the cores.
+#include <limits>
+
+#include "strided.h"
+
+namespace aurora {
+
+namespace {
+
+struct PoolGeo {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, ceil, count_pad;
+};
+
+int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  int64_t span = n + 2 * p - d * (k - 1) - 1;
+  if (span < 0) return 0;
+  int64_t o = (span + (ceil_mode ? s - 1 : 0)) / s + 1;
+  if (ceil_mode && (o - 1) * s >= n + p) o--;
+  return o;
+}
+
+// kernel_size, stride, padding, then (max) dilation, ceil_mode or (avg) ceil_mode,
+// count_include_pad. x is the forward input, y the pooled shape to check against.
+bool pool_geometry(Check& ck, bool is_max, const UD_Tensor& x, PoolGeo* g) {
+  int64_t ks[2] = {}, st[2] = {}, pd[2] = {}, dl[2] = {1, 1};
+  if (!ck.ndim(x, "x", 4, 4) || !ck.pair(0, 1, ks) || !ck.pair(1, 1, st, ks) ||
+      !ck.pair(2, 0, pd) || (is_max && !ck.pair(3, 1, dl)))
+    return false;
+  if (pd[0] * 2 > ks[0] || pd[1] * 2 > ks[1])
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'padding' = (%lld, %lld), expected at most "
+                   "half the kernel size", (long long)pd[0], (long long)pd[1]);
+  const UD_Attr* at = ck.args()->attrs;
+  bool ceil_mode = at[is_max ? 4 : 3].value.b;
+  *g = PoolGeo{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], 0, 0, ks[0], ks[1], st[0], st[1],
+               pd[0], pd[1], dl[0], dl[1], ceil_mode, is_max ? 0 : at[4].value.b};
+  g->oh = pool_out(g->h, g->kh, g->sh, g->ph, g->dh, ceil_mode);
+  g->ow = pool_out(g->w, g->kw, g->sw, g->pw, g->dw, ceil_mode);
+  if (g->oh < 1 || g->ow < 1)
+    return ck.fail(UD_ERR_INVALID_ARGUMENT, "input %lldx%lld is too small for kernel %lldx%lld",
+                   (long long)g->h, (long long)g->w, (long long)ks[0], (long long)ks[1]);
+  return true;
+}
+
+bool pooled_shape(Check& ck, const UD_Tensor& t, const char* name, const UD_Tensor& x,
+                  int64_t oh, int64_t ow) {
+  return ck.ndim(t, name, 4, 4) && ck.dim(t, name, 0, x.shape[0]) &&
+         ck.dim(t, name, 1, x.shape[1]) && ck.dim(t, name, 2, oh) && ck.dim(t, name, 3, ow);
+}
+
+const char* const kMaxAttrs = "kernel_size:I,stride:I,padding:I,dilation:I,ceil_mode:b";
+const char* const kAvgAttrs = "kernel_size:I,stride:I,padding:I,ceil_mode:b,count_include_pad:b";
+
+template <class T> struct MaxPool {
+  static UD_Error* run(const UD_KernelArgs* a) {
+    Check ck(a, "max_pool2d");
+    PoolGeo g;
+    if (!ck.signature(1, 2, kMaxAttrs) || !ck.dtypes(DType<T>::ud, 1 << 17) ||
+        !ck.dtype(ck.out(1), "indices", DType<int64_t>::ud) ||
+        !pool_geometry(ck, true, ck.in(0), &g) || !pooled_shape(ck, ck.out(0), "y", ck.in(0), g.oh, g.ow) ||
+        !pooled_shape(ck, ck.out(1), "indices", ck.in(0), g.oh, g.ow))
+      return ck.take();
+    return launch(a, make_call(a, "max_pool2d", body, pack(g)));
+  }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<PoolGeo>(c);
+    const T* x;
+    T* y;
+    int64_t* idx;
+    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
+    if (VESIMresult r = dense_out(k, c.out[1], &idx, false)) return r;
+    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; p++) {
+        const T* xp = x + p * g.h * g.w;
+        for (int64_t oh = 0; oh < g.oh; oh++)
+          for (int64_t ow = 0; ow < g.ow; ow++) {
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t at = -1;
+            for (int64_t r = 0; r < g.kh; r++) {
+              int64_t ih = oh * g.sh - g.ph + r * g.dh;
+              if (ih < 0 || ih >= g.h) continue;
+              for (int64_t s = 0; s < g.kw; s++) {
+                int64_t iw = ow * g.sw - g.pw + s * g.dw;
+                if (iw < 0 || iw >= g.w) continue;
+                T v = xp[ih * g.w + iw];
+                if (at < 0 || v > best || v != v) {  // the first tap, a larger one, or nan
+                  best = v;
+                  at = ih * g.w + iw;
+                }
+              }
+            }
+            y[(p * g.oh + oh) * g.ow + ow] = best;
+            idx[(p * g.oh + oh) * g.ow + ow] = at < 0 ? 0 : at;
+          }
+      }
+    });
+    if (r || (r = store(k, c.out[0], y))) return r;
+    return store(k, c.out[1], idx);
+  }
+};
+
+template <class T> struct MaxPoolBackward {
+  static UD_Error* run(const UD_KernelArgs* a) {
+    Check ck(a, "max_pool2d_backward");
+    PoolGeo g;
+    if (!ck.signature(3, 1, kMaxAttrs) || !ck.dtypes(DType<T>::ud, 1 << 2) ||
+        !ck.dtype(ck.in(2), "indices", DType<int64_t>::ud) || !pool_geometry(ck, true, ck.in(1), &g) ||
+        !pooled_shape(ck, ck.in(0), "grad_y", ck.in(1), g.oh, g.ow) ||
+        !pooled_shape(ck, ck.in(2), "indices", ck.in(1), g.oh, g.ow) ||
+        !ck.same_shape(ck.out(0), "grad_x", ck.in(1), "x"))
+      return ck.take();
+    return launch(a, make_call(a, "max_pool2d_backward", body, pack(g)));
+  }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<PoolGeo>(c);
+    const T* gy;
+    const int64_t* idx;
+    T* gx;
+    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[2], &idx)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &gx, true)) return r;
+    const int64_t plane = g.h * g.w, n = g.oh * g.ow;
+    for (int64_t i = 0; i < g.planes * n; i++)  // validated on the device, before any write
+      if (idx[i] < 0 || idx[i] >= plane)
+        return vesimDevFail(k, VESIM_ERROR_INVALID_VALUE, "max_pool2d_backward: indices holds "
+                            "%lld, outside the input plane [0, %lld)", (long long)idx[i],
+                            (long long)plane);
+    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; p++)
+        for (int64_t i = 0; i < n; i++) gx[p * plane + idx[p * n + i]] += gy[p * n + i];
+    });
+    return r ? r : store(k, c.out[0], gx);
+  }
+};
+
+// torch's average-pool divisor for output cell (o along one dim): (window extent, inside extent)
+inline void avg_extent(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t* start,
+                       int64_t* end, int64_t* padded) {
+  int64_t b = o * s - p, e = std::min(b + k, n + p);
+  *padded = e - b;
+  *start = std::max<int64_t>(b, 0);
+  *end = std::min(e, n);
+}
+
+template <class T, bool kBackward> struct AvgPool {
+  static constexpr const char* name = kBackward ? "avg_pool2d_backward" : "avg_pool2d";
+  static UD_Error* run(const UD_KernelArgs* a) {
+    Check ck(a, name);
+    PoolGeo g;
+    const UD_Tensor& x = ck.in(kBackward ? 1 : 0);
+    if (!ck.signature(kBackward ? 2 : 1, 1, kAvgAttrs) || !ck.dtypes(DType<T>::ud) ||
+        !pool_geometry(ck, false, x, &g))
+      return ck.take();
+    if (kBackward ? !pooled_shape(ck, ck.in(0), "grad_y", x, g.oh, g.ow) || !ck.same_shape(ck.out(0), "grad_x", x, "x")
+                  : !pooled_shape(ck, ck.out(0), "y", x, g.oh, g.ow))
+      return ck.take();
+    return launch(a, make_call(a, name, body, pack(g)));
+  }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<PoolGeo>(c);
+    const T* in;
+    T* out;
+    if (VESIMresult r = dense_in(k, c.in[0], &in)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &out, kBackward)) return r;
+    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; p++)
+        for (int64_t oh = 0; oh < g.oh; oh++) {
+          int64_t h0, h1, hp;
+          avg_extent(oh, g.sh, g.ph, g.kh, g.h, &h0, &h1, &hp);
+          for (int64_t ow = 0; ow < g.ow; ow++) {
+            int64_t w0, w1, wp;
+            avg_extent(ow, g.sw, g.pw, g.kw, g.w, &w0, &w1, &wp);
+            int64_t inside = std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0);
+            double div = g.count_pad ? double(hp * wp) : double(inside);
+            int64_t o = (p * g.oh + oh) * g.ow + ow;
+            if (kBackward) {
+              if (inside == 0) continue;
+              T v = T(double(in[o]) / div);
+              for (int64_t ih = h0; ih < h1; ih++)
+                for (int64_t iw = w0; iw < w1; iw++) out[(p * g.h + ih) * g.w + iw] += v;
+            } else {
+              double acc = 0;
+              for (int64_t ih = h0; ih < h1; ih++)
+                for (int64_t iw = w0; iw < w1; iw++) acc += double(in[(p * g.h + ih) * g.w + iw]);
+              out[o] = inside == 0 ? T(0) : T(acc / div);
+            }
+          }
+        }
+    });
+    return r ? r : store(k, c.out[0], out);
+  }
+};
+
+template <class T, bool kBackward> struct AdaptiveAvgPool {
+  static constexpr const char* name = kBackward ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool2d";
+  static UD_Error* run(const UD_KernelArgs* a) {
+    Check ck(a, name);
+    const UD_Tensor& x = ck.in(kBackward ? 1 : 0);
+    int64_t os[2] = {};
+    if (!ck.signature(kBackward ? 2 : 1, 1, "output_size:I") || !ck.dtypes(DType<T>::ud) ||
+        !ck.ndim(x, "x", 4, 4) || !ck.pair(0, 1, os))
+      return ck.take();
+    if (ud_kit_numel(&x) != 0 && (x.shape[2] == 0 || x.shape[3] == 0))
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: 'x' has empty H or W", name);
+    if (kBackward ? !pooled_shape(ck, ck.in(0), "grad_y", x, os[0], os[1]) || !ck.same_shape(ck.out(0), "grad_x", x, "x")
+                  : !pooled_shape(ck, ck.out(0), "y", x, os[0], os[1]))
+      return ck.take();
+    PoolGeo g{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], os[0], os[1]};
+    return launch(a, make_call(a, name, body, pack(g)));
+  }
+  static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
+    auto g = unpack<PoolGeo>(c);
+    const T* in;
+    T* out;
+    if (VESIMresult r = dense_in(k, c.in[0], &in)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &out, kBackward)) return r;
+    if (g.h == 0 || g.w == 0) return store(k, c.out[0], out);
+    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; p++)
+        for (int64_t oh = 0; oh < g.oh; oh++) {
+          int64_t h0 = oh * g.h / g.oh, h1 = ((oh + 1) * g.h + g.oh - 1) / g.oh;
+          for (int64_t ow = 0; ow < g.ow; ow++) {
+            int64_t w0 = ow * g.w / g.ow, w1 = ((ow + 1) * g.w + g.ow - 1) / g.ow;
+            double area = double((h1 - h0) * (w1 - w0));
+            int64_t o = (p * g.oh + oh) * g.ow + ow;
+            double acc = 0;
+            for (int64_t ih = h0; ih < h1; ih++)
+              for (int64_t iw = w0; iw < w1; iw++) {
+                if (kBackward) out[(p * g.h + ih) * g.w + iw] += T(double(in[o]) / area);
+                else acc += double(in[(p * g.h + ih) * g.w + iw]);
+              }
+            if (!kBackward) out[o] = T(acc / area);
+          }
+        }
+    });
+    return r ? r : store(k, c.out[0], out);
+  }
+};
+
+template <class T> using AvgF = AvgPool<T, false>;
+template <class T> using AvgB = AvgPool<T, true>;
+template <class T> using AdaF = AdaptiveAvgPool<T, false>;
+template <class T> using AdaB = AdaptiveAvgPool<T, true>;
+
+const RegisterTypes<MaxPool, float, double> reg_max("max_pool2d");
+const RegisterTypes<MaxPoolBackward, float, double> reg_maxb("max_pool2d_backward");
+const RegisterTypes<AvgF, float, double> reg_avg("avg_pool2d");
+const RegisterTypes<AvgB, float, double> reg_avgb("avg_pool2d_backward");
+const RegisterTypes<AdaF, float, double> reg_ada("adaptive_avg_pool2d");
+const RegisterTypes<AdaB, float, double> reg_adab("adaptive_avg_pool2d_backward");
+
+}  // namespace
+
+}  // namespace aurora

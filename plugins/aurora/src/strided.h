@@ -1,0 +1,156 @@
+// strided.h — elementwise iteration over N views of one shape, the way VE code is written:
+// dims collapsed, then long inner loops (vector length 256 strips) spread over the cores.
+#pragma once
+
+#include <tuple>
+#include <utility>
+
+#include "aurora.h"
+
+namespace aurora {
+
+// N views of one shape (view 0 is the output) with collapsed dims and byte strides.
+template <int N>
+struct Views {
+  int nd = 0;
+  int64_t total = 1;
+  int64_t shape[kMaxDims] = {};
+  int64_t st[N][kMaxDims] = {};
+  char* base[N] = {};
+};
+
+template <int N>
+Views<N> make_views(const Tensor* const (&ts)[N]) {
+  Views<N> v;
+  const int64_t* strides[N];
+  int64_t cs[N][kMaxDims];
+  for (int i = 0; i < N; i++) strides[i] = ts[i]->strides;
+  v.nd = ud_kit_collapse(ts[0]->ndim, ts[0]->shape, N, strides, v.shape, cs);
+  for (int i = 0; i < N; i++) {
+    v.base[i] = ts[i]->data;
+    for (int d = 0; d < v.nd; d++) v.st[i][d] = cs[i][d] * ts[i]->itemsize();
+  }
+  for (int d = 0; d < v.nd; d++) v.total *= v.shape[d];
+  return v;
+}
+
+// Calls seg(ptrs, inner byte strides, length) for the inner-dim runs covering [b, e).
+template <int N, class Seg>
+void segments(const Views<N>& v, int64_t b, int64_t e, Seg&& seg) {
+  char* p[N];
+  int64_t st[N];
+  if (v.nd == 0) {
+    for (int i = 0; i < N; i++) {
+      p[i] = v.base[i];
+      st[i] = 0;
+    }
+    if (b < e) seg(p, st, int64_t(1));
+    return;
+  }
+  const int last = v.nd - 1;
+  const int64_t inner = v.shape[last];
+  for (int i = 0; i < N; i++) st[i] = v.st[i][last];
+  for (int64_t i = b; i < e;) {
+    int64_t row = i / inner, col = i % inner, len = std::min(inner - col, e - i);
+    for (int k = 0; k < N; k++)
+      p[k] = v.base[k] + offset_of(row, last, v.shape, v.st[k]) + col * st[k];
+    seg(p, st, len);
+    i += len;
+  }
+}
+
+template <class... Ts> struct Types {};
+
+// One inner run: out[i] = f(in_0[i], ...). The unit-stride case is a plain vector loop.
+template <class Out, class... Ins, class F, size_t... I>
+inline void run_row(char** p, const int64_t* st, int64_t n, const F& f, std::index_sequence<I...>) {
+  bool unit = st[0] == int64_t(sizeof(Out)) && ((st[I + 1] == int64_t(sizeof(Ins))) && ...);
+  if (unit) {
+    Out* __restrict o = reinterpret_cast<Out*>(p[0]);
+    std::tuple<const Ins*...> x{reinterpret_cast<const Ins*>(p[I + 1])...};
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) o[i] = f(std::get<I>(x)[i]...);
+  } else {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; i++)
+      *reinterpret_cast<Out*>(p[0] + i * st[0]) =
+          f(*reinterpret_cast<const Ins*>(p[I + 1] + i * st[I + 1])...);
+  }
+}
+
+// out = f(ins...) over views already resolved on the device; all share out's shape.
+template <class Out, class... Ins, class F>
+VESIMresult map_views(VESIMkernel_ctx* k, Tensor& out, Tensor* const* ins, const F& f) {
+  constexpr int N = 1 + sizeof...(Ins);
+  const Tensor* ts[N];
+  ts[0] = &out;
+  for (int i = 1; i < N; i++) ts[i] = ins[i - 1];
+  if (out.numel() == 0) return VESIM_SUCCESS;
+  Views<N> v = make_views<N>(ts);
+  return parallel(k, v.total, kGrain, [&](int64_t b, int64_t e) {
+    segments<N>(v, b, e, [&](char** p, const int64_t* st, int64_t n) {
+      run_row<Out, Ins...>(p, st, n, f, std::index_sequence_for<Ins...>{});
+    });
+  });
+}
+
+template <class Out, class... Ins, class F>
+VESIMresult map_tensors(VESIMkernel_ctx* k, Tensor& out, Types<Ins...>, std::vector<Tensor>& in,
+                        const F& f) {
+  Tensor* ptrs[sizeof...(Ins) + 1];
+  for (size_t i = 0; i < sizeof...(Ins); i++) ptrs[i] = &in[i];
+  return map_views<Out, Ins...>(k, out, ptrs, f);
+}
+
+}  // namespace aurora
+
+namespace aurora {
+
+inline void set_dense_strides(Tensor& t) {
+  int64_t s = 1;
+  for (int i = t.ndim - 1; i >= 0; i--) {
+    t.strides[i] = s;
+    s *= t.shape[i];
+  }
+}
+
+// Tier-2 kernels compute on dense row-major buffers: an input that is already contiguous is
+// used in place, any other view is gathered into kernel scratch first.
+template <class T>
+VESIMresult dense_in(VESIMkernel_ctx* k, Tensor& t, const T** out) {
+  *out = t.ptr<const T>();
+  if (!t.present() || t.numel() == 0 || t.contiguous()) return VESIM_SUCCESS;
+  T* buf = static_cast<T*>(vesimDevScratch(k, uint64_t(t.numel()) * sizeof(T)));
+  if (!buf) return VESIM_ERROR_OUT_OF_MEMORY;
+  Tensor d = t;
+  d.data = reinterpret_cast<char*>(buf);
+  set_dense_strides(d);
+  Tensor* src[1] = {&t};
+  *out = buf;
+  return map_views<T, T>(k, d, src, [](T v) { return v; });
+}
+
+// A dense buffer for output t (t itself when contiguous); zeroed when `zero`.
+template <class T>
+VESIMresult dense_out(VESIMkernel_ctx* k, Tensor& t, T** out, bool zero) {
+  *out = t.ptr<T>();
+  if (t.numel() != 0 && !t.contiguous()) {
+    *out = static_cast<T*>(vesimDevScratch(k, uint64_t(t.numel()) * sizeof(T)));
+    if (!*out) return VESIM_ERROR_OUT_OF_MEMORY;
+  }
+  if (zero && t.numel() != 0) std::fill_n(*out, t.numel(), T(0));
+  return VESIM_SUCCESS;
+}
+
+// Writes a dense buffer from dense_out back through t's strides (no-op when it is t itself).
+template <class T>
+VESIMresult store(VESIMkernel_ctx* k, Tensor& t, const T* buf) {
+  if (t.numel() == 0 || reinterpret_cast<const char*>(buf) == t.data) return VESIM_SUCCESS;
+  Tensor d = t;
+  d.data = const_cast<char*>(reinterpret_cast<const char*>(buf));
+  set_dense_strides(d);
+  Tensor* src[1] = {&d};
+  return map_views<T, T>(k, t, src, [](T v) { return v; });
+}
+
+}  // namespace aurora

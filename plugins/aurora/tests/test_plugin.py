@@ -1,0 +1,200 @@
+"""The aurora plugin: its description, devices, streams and events, argument checks, algorithms
+and results against the numpy reference."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+from conftest import run_python
+
+import unidev
+from unidev.conformance import abi
+from unidev.core import errors, opset, reference
+
+F32 = "float32"
+
+
+def dev(x: np.ndarray) -> unidev.DeviceArray:
+    return unidev.DeviceArray.from_numpy(np.ascontiguousarray(x), "aurora")
+
+
+def test_spec(record) -> None:
+    spec = record.spec
+    assert (spec.name, spec.torch_name, spec.tf_type, spec.priority) == ("aurora", "aurora",
+                                                                        "AURORA", 50)
+    assert not spec.host_addressable and spec.conformance.tier == 2
+    assert os.path.isfile(spec.library) and record.devices >= 1
+
+
+def test_every_op_and_dtype_has_a_kernel(record) -> None:
+    missing = [(op.name, d) for op in opset.OPS.values() for d in op.dtypes
+               if record.library.kernel(op.name, d) is None]
+    assert missing == []
+
+
+def test_unsupported_pair_is_null(api) -> None:
+    assert api.lookup("exp", "int32") is None
+    assert api.lookup("no_such_op", F32) is None
+
+
+def test_device_properties(api) -> None:
+    p = api.properties(0)
+    assert b"vesim" in p.name
+    assert p.compute_units == 8 and p.vector_width == 256 * 8
+    assert p.host_addressable == 0 and p.total_memory == 48 << 30
+    with pytest.raises(abi.PluginError) as err:
+        api.properties(7)
+    assert err.value.code_name == "INVALID_ARGUMENT"
+
+
+def test_environment_settings() -> None:
+    code = """
+from unidev.core import discovery
+from unidev.conformance import abi
+api = abi.Api(discovery.get("aurora").library.api_address)
+print(api.device_count(), api.properties(2).total_memory)
+"""
+    r = run_python(code, {"VESIM_DEVICES": "3", "VESIM_MEMORY": "2G"})
+    assert r.stdout.split() == ["3", str(2 << 30)], r.stderr
+    code = ("from unidev.core import discovery; r = discovery.get('aurora'); "
+            "print(r.status, r.devices)")
+    r = run_python(code, {"VESIM_DEVICES": "0"})
+    assert r.stdout.split() == ["no", "devices", "0"], r.stderr
+
+
+def test_latency_model() -> None:
+    code = """
+import ctypes, time
+from unidev.core import discovery
+from unidev.conformance import abi
+api = abi.Api(discovery.get("aurora").library.api_address)
+h = api.alloc(0, 0, 8)
+buf = (ctypes.c_char * 8)()
+t = time.perf_counter()
+for _ in range(100):
+    api.call("memcpy_h2d", None, h, buf, 8)
+api.call("stream_synchronize", None)
+print(time.perf_counter() - t)
+"""
+    slow = float(run_python(code, {"VESIM_LATENCY": "veda"}).stdout)
+    assert slow >= 100 * 12e-6  # ~12 us per small copy, like AVEO's
+
+
+def test_streams_and_events(api) -> None:
+    s1, s2 = api.stream(0), api.stream(0)
+    n = 1 << 20
+    h = api.alloc(0, s1, 4 * n)
+    api.call("memset", s1, h, 0x3F800000, 4, n)  # 1.0f everywhere
+    ev0, ev = api.event(0), api.event(0)
+    api.call("event_record", ev0, s1)
+    api.call("event_record", ev, s1)
+    api.call("stream_wait_event", s2, ev)  # s2 may read what s1 wrote before the event
+    out = np.zeros(n, np.float32)
+    api.call("memcpy_d2h", s2, out.ctypes.data_as(ctypes.c_void_p), h, 4 * n)
+    api.call("stream_synchronize", s2)
+    assert (out == 1.0).all()
+    done = ctypes.c_int32(0)
+    api.call("event_query", ev, ctypes.byref(done))
+    assert done.value == 1
+    api.call("event_synchronize", ev)
+    assert api.elapsed(ev0, ev) >= 0.0
+    for e in (ev0, ev):
+        api.call("event_destroy", e)
+    api.call("mem_free", 0, s1, h)
+    for s in (s1, s2):
+        api.call("stream_synchronize", s)
+        api.call("stream_destroy", s)
+
+
+def test_bad_arguments_name_op_argument_and_expectation(api, raw) -> None:
+    h = api.alloc(0, 0, 64)
+    a = abi.RawTensor(h, F32, [4])
+    cases = [
+        (("add", F32, [a, abi.RawTensor(h, "float64", [4])], [a], [("alpha", "float", 1.0)]),
+         ["add", "input 1", "float64", "expected float32"]),
+        (("add", F32, [a, a], [a], []), ["add", "alpha"]),
+        (("add", F32, [a, abi.RawTensor(h, F32, [2])], [a], [("alpha", "float", 1.0)]),
+         ["add", "input 1", "shape"]),
+        (("gelu", F32, [a], [a], [("approximate", "str", "cubic")]), ["gelu", "cubic"]),
+        (("sum", F32, [a], [abi.RawTensor(h, F32, [])], [("axes", "ints", [3]),
+                                                          ("keepdims", "bool", False)]),
+         ["sum", "axes", "3"]),
+        (("neg", F32, [abi.RawTensor(h, F32, [1 << 40, 1 << 40], [0, 0])],
+          [abi.RawTensor(h, F32, [1 << 40, 1 << 40], [0, 0])], []), ["neg", "elements"]),
+    ]
+    for (op, dtype, ins, outs, attrs), words in cases:
+        with pytest.raises(abi.PluginError) as err:
+            raw.kernel(op, dtype, 0, 0, ins, outs, attrs)
+        assert err.value.code_name == "INVALID_ARGUMENT"
+        for w in words:
+            assert w in err.value.message, (w, err.value.message)
+    with pytest.raises(abi.PluginError) as err:
+        raw.kernel("neg", F32, 9, 0, [a], [a], [])
+    assert err.value.code_name == "INVALID_ARGUMENT" and "device 9" in err.value.message
+    api.call("mem_free", 0, None, h)
+    api.call("stream_synchronize", None)
+
+
+def test_errors_found_on_the_device(api, raw) -> None:
+    """Values only the device sees (targets, indices) fail at the next synchronize."""
+    logp = dev(np.zeros((2, 3), np.float32))
+    with pytest.raises(errors.InvalidArgumentError, match="target"):
+        unidev.ops.nll_loss(logp, dev(np.array([0, 7])), reduction="sum")[0].numpy()
+    x = dev(np.ones((1, 1, 2, 2), np.float32))
+    gy = dev(np.ones((1, 1, 1, 1), np.float32))
+    idx = dev(np.array([[[[9]]]], np.int64))
+    with pytest.raises(errors.InvalidArgumentError, match="indices"):
+        unidev.ops.max_pool2d_backward(gy, x, idx, kernel_size=(2, 2)).numpy()
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"])
+def test_conv_algorithms_agree(op: str) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    attrs = {"stride": (2, 1), "padding": (1, 1), "dilation": (1, 2), "groups": 2}
+    gy_shape = (2, 6, 5, 8)
+    gy = rng.standard_normal(gy_shape).astype(np.float32)
+    if op == "conv2d":
+        args, ref_in = [dev(x), dev(w), None], [x, w, None]
+    elif op == "conv2d_backward_input":
+        attrs["input_shape"] = x.shape
+        args, ref_in = [dev(gy), dev(w)], [gy, w]
+    else:
+        attrs["weight_shape"] = w.shape
+        args, ref_in = [dev(gy), dev(x)], [gy, x]
+    want = reference.run(op, ref_in, dict(attrs, algorithm="auto"))[0]
+    for algo in ("direct", "im2col", "auto"):
+        got = getattr(unidev.ops, op)(*args, algorithm=algo, **attrs).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=algo)
+    with pytest.raises(errors.InvalidArgumentError, match="algorithm"):
+        getattr(unidev.ops, op)(*args, algorithm="winograd", **attrs)
+
+
+def test_strided_broadcast_and_offset_views() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((6, 10)).astype(np.float32)
+    a = dev(base)[1:, ::2]           # offset + stride
+    b = dev(base[0]).broadcast_to((5, 10))[:, 1::2]  # stride 0 + offset
+    got = unidev.ops.add(a, b, alpha=3.0).numpy()
+    np.testing.assert_allclose(got, base[1:, ::2] + 3.0 * base[0, 1::2], rtol=1e-6)
+    m = rng.standard_normal((70, 33)).astype(np.float32)
+    at = dev(m).T                    # a transposed operand goes to BLAS as it is
+    got = unidev.ops.matmul(at, dev(m)).numpy()
+    np.testing.assert_allclose(got, m.T.astype(np.float64) @ m, rtol=1e-4, atol=1e-4)
+    s = unidev.ops.sum(dev(m)[::3, 1:], axes=(0,)).numpy()
+    np.testing.assert_allclose(s, m[::3, 1:].sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_large_reduction_and_softmax_match_reference() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(300_001).astype(np.float32)  # one output: split over the cores
+    got = unidev.ops.sum(dev(x)).numpy()
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(), rtol=1e-5)
+    y = rng.standard_normal((7, 129, 3)).astype(np.float32)
+    got = unidev.ops.log_softmax(dev(y), axis=1).numpy()
+    np.testing.assert_allclose(got, reference.run("log_softmax", [y], {"axis": 1})[0], rtol=1e-5,
+                               atol=1e-6)

@@ -1,0 +1,1136 @@
+// vesim.cpp — the emulated Vector Engine: devices, allocation tables, stream workers, copies,
+// kernel launches with crash containment, latency model, statistics and profiler.
+#include "vesim.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "vesim_device.h"
+
+namespace {
+
+constexpr int kCoresPerDevice = 8;
+constexpr uint32_t kMaxIndex = (1u << VESIM_PTR_INDEX_BITS) - 1;
+constexpr uint64_t kMaxOffset = (UINT64_C(1) << VESIM_PTR_OFFSET_BITS) - 1;
+constexpr uint64_t kMmapThreshold = 1u << 20;
+
+thread_local std::string tl_detail;
+thread_local sigjmp_buf* tl_jmp = nullptr;
+thread_local volatile sig_atomic_t tl_signal = 0;
+
+VESIMresult fail(VESIMresult code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+VESIMresult fail(VESIMresult code, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  tl_detail = buf;
+  return code;
+}
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// ---- crash containment: a fault inside guarded device code jumps back to its guard ----------
+
+struct sigaction g_old_actions[65];
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+void on_fault(int sig, siginfo_t* info, void*) {
+  if (tl_jmp) {
+    tl_signal = sig;
+    siglongjmp(*tl_jmp, 1);
+  }
+  // Not device code: put the previous handler back; a faulting instruction runs again and
+  // takes the process's normal path (default action, or Python's faulthandler); a signal that
+  // was sent rather than caused is sent again.
+  sigaction(sig, &g_old_actions[sig], nullptr);
+  if (info && info->si_code <= 0) raise(sig);
+}
+
+void install_fault_handlers() {
+  for (int sig : kSignals) {
+    struct sigaction cur;
+    sigaction(sig, nullptr, &cur);
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fault) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &g_old_actions[sig]);
+  }
+}
+
+// ---- devices, allocations ------------------------------------------------------------------
+
+// RESERVED: the host handed out the pointer, the device has not allocated yet; LIVE: backed;
+// FREEING: the host asked for the free, the device has not reached it (still usable until then).
+struct Alloc {
+  enum State { RESERVED, LIVE, FREEING } state = RESERVED;
+  bool backed = false;
+  void* base = nullptr;
+  uint64_t size = 0;
+};
+
+struct Stats {
+  std::atomic<uint64_t> api_calls{0}, kernels{0}, kernel_errors{0}, copies_htod{0},
+      copies_dtoh{0}, copies_dtod{0}, packed{0}, bytes_htod{0}, bytes_dtoh{0}, bytes_dtod{0},
+      allocs{0}, frees{0};
+};
+
+struct Job {
+  VESIMrange_fn fn = nullptr;
+  void* arg = nullptr;
+  int64_t n = 0, chunk = 0, chunks = 0;
+  std::atomic<int64_t> next{0};
+  std::atomic<int> crashed{0};
+};
+
+// The device's cores: helper threads (at most host cores - 1) plus the calling stream worker.
+struct Pool {
+  std::mutex run_mu;  // one parallel region at a time per device
+  std::mutex mu;
+  std::condition_variable cv, done_cv;
+  uint64_t generation = 0;
+  int active = 0;
+  bool stop = false;
+  Job* job = nullptr;
+  std::vector<std::thread> threads;
+};
+
+struct Device;
+struct Context;
+
+struct Task {
+  VESIMprof_kind kind;
+  const char* name = nullptr;
+  uint64_t bytes = 0;
+  uint64_t latency_ns = 0;
+  std::function<VESIMresult(VESIMkernel_ctx*)> run;
+};
+
+}  // namespace
+
+struct VESIMkernel_ctx {
+  Device* dev;
+  VESIMstream stream;
+  int cores;
+  VESIMresult error = VESIM_SUCCESS;
+  std::string message;
+  std::vector<void*> scratch;
+};
+
+struct VESIMstream_st {
+  Device* dev;
+  Context* ctx;
+  int cores;
+  std::mutex mu;
+  std::condition_variable cv_work, cv_idle;
+  std::deque<Task> queue;
+  bool busy = false;
+  bool stop = false;
+  VESIMresult error = VESIM_SUCCESS;
+  std::string error_message;
+  std::thread worker;
+};
+
+struct VESIMcontext_st {
+  Device* dev;
+  VESIMcontext_mode mode;
+  std::vector<VESIMstream> streams;
+};
+
+namespace {
+
+struct Context : VESIMcontext_st {};
+
+struct Device {
+  int id = 0;
+  uint64_t memory = 0;
+  std::mutex mu;
+  std::unordered_map<uint32_t, Alloc> allocs;
+  uint32_t next_index = 1;
+  uint64_t used = 0, peak = 0;
+  Stats stats;
+  Pool pool;
+  VESIMcontext ctx = nullptr;
+};
+
+std::mutex g_mu;  // init state, contexts, the stream registry
+int g_refcount = 0;
+std::vector<Device*> g_devices;
+std::set<VESIMstream> g_streams;
+std::atomic<int> g_latency{0};
+std::mutex g_prof_mu;
+std::atomic<VESIMprofiler_callback> g_prof_fn{nullptr};
+void* g_prof_user = nullptr;
+
+bool initialized() { return g_refcount > 0; }
+
+uint64_t parse_bytes(const char* s, uint64_t fallback) {
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  if (end == s || v <= 0) return fallback;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; break;
+    default: break;
+  }
+  return uint64_t(v);
+}
+
+Device* device_of(int device) {
+  if (device < 0 || device >= int(g_devices.size())) return nullptr;
+  return g_devices[size_t(device)];
+}
+
+bool stream_valid(VESIMstream s) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return initialized() && g_streams.count(s) > 0;
+}
+
+VESIMresult record_error(VESIMkernel_ctx* k, VESIMresult code, const std::string& msg) {
+  if (k->error == VESIM_SUCCESS) {
+    k->error = code;
+    k->message = msg;
+  }
+  return code;
+}
+
+void spin_until(uint64_t deadline) {
+  while (now_ns() < deadline) std::this_thread::yield();
+}
+
+uint64_t copy_latency(uint64_t bytes) {
+  if (!g_latency.load()) return 0;
+  return 12000 + bytes / 10;  // 12 us + 10 GB/s
+}
+
+uint64_t call_latency() { return g_latency.load() ? 6000 : 0; }
+
+// Runs fn inside a fault guard; a fault becomes KERNEL_CRASHED on k.
+VESIMresult run_guarded(VESIMkernel_ctx* k, const std::function<VESIMresult(VESIMkernel_ctx*)>& fn) {
+  sigjmp_buf jb;
+  sigjmp_buf* volatile prev = tl_jmp;
+  if (sigsetjmp(jb, 1)) {
+    tl_jmp = prev;
+    char msg[128];
+    snprintf(msg, sizeof msg, "device code crashed with signal %d (%s)", int(tl_signal),
+             strsignal(int(tl_signal)));
+    return record_error(k, VESIM_ERROR_KERNEL_CRASHED, msg);
+  }
+  tl_jmp = &jb;
+  VESIMresult r = fn(k);
+  tl_jmp = prev;
+  return r;
+}
+
+void report(VESIMstream s, const Task& t, uint64_t t0, uint64_t t1, VESIMresult r) {
+  VESIMprofiler_callback fn = g_prof_fn.load();
+  if (!fn) return;
+  VESIMprof_record rec{t.kind, t.name, s->dev->id, s, t.bytes, t0, t1, r};
+  void* user;
+  {
+    std::lock_guard<std::mutex> lock(g_prof_mu);
+    user = g_prof_user;
+  }
+  fn(&rec, user);
+}
+
+void worker_main(VESIMstream s) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  for (;;) {
+    s->cv_work.wait(lock, [&] { return s->stop || !s->queue.empty(); });
+    if (s->queue.empty()) return;
+    Task t = std::move(s->queue.front());
+    s->queue.pop_front();
+    s->busy = true;
+    VESIMresult pending = s->error;
+    lock.unlock();
+
+    uint64_t t0 = now_ns();
+    if (t.latency_ns) spin_until(t0 + t.latency_ns);
+    if (t.kind == VESIM_PROF_KERNEL) install_fault_handlers();  // someone may have replaced them
+    VESIMkernel_ctx k{s->dev, s, s->cores};
+    if (t.kind == VESIM_PROF_CALLBACK) k.error = pending;  // the callback's status argument
+    VESIMresult r = run_guarded(&k, t.run);
+    if (t.kind == VESIM_PROF_CALLBACK) r = VESIM_SUCCESS;
+    if (r != VESIM_SUCCESS && k.error == VESIM_SUCCESS)
+      record_error(&k, r, std::string("returned ") + vesimGetErrorName(r));
+    for (void* p : k.scratch) free(p);
+    if (t.kind == VESIM_PROF_KERNEL) {
+      s->dev->stats.kernels++;
+      if (r != VESIM_SUCCESS) s->dev->stats.kernel_errors++;
+    }
+    report(s, t, t0, now_ns(), r);
+
+    lock.lock();
+    if (r != VESIM_SUCCESS && s->error == VESIM_SUCCESS) {
+      s->error = k.error;
+      std::string name = t.name ? t.name : "task";
+      bool named = k.message.compare(0, name.size() + 1, name + ":") == 0;
+      s->error_message = named ? k.message : name + ": " + k.message;
+    }
+    s->busy = false;
+    if (s->queue.empty()) s->cv_idle.notify_all();
+  }
+}
+
+VESIMresult enqueue(VESIMstream s, Task&& t) {
+  if (!stream_valid(s)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  s->dev->stats.api_calls++;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->queue.push_back(std::move(t));
+  s->cv_work.notify_one();
+  return VESIM_SUCCESS;
+}
+
+VESIMstream stream_new(Context* ctx, int cores) {
+  auto* s = new VESIMstream_st();
+  s->dev = ctx->dev;
+  s->ctx = ctx;
+  s->cores = cores;
+  s->worker = std::thread(worker_main, s);
+  g_streams.insert(s);
+  return s;
+}
+
+VESIMresult stream_wait(VESIMstream s, bool take_error) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->cv_idle.wait(lock, [&] { return s->queue.empty() && !s->busy; });
+  VESIMresult r = s->error;
+  if (r != VESIM_SUCCESS) {
+    tl_detail = s->error_message;
+    if (take_error) {
+      s->error = VESIM_SUCCESS;
+      s->error_message.clear();
+    }
+  }
+  return r;
+}
+
+// Waits for the stream's work and ends its worker; the caller has already removed it from
+// g_streams (and does not hold g_mu, so callbacks on the stream may still call vesim).
+void stream_finish(VESIMstream s) {
+  stream_wait(s, true);
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stop = true;
+    s->cv_work.notify_all();
+  }
+  s->worker.join();
+  delete s;
+}
+
+// One chunk of a parallel region, under its own fault guard so that a crash on one core leaves
+// the region (and the pool's locks) intact.
+void run_chunk(Job* job, int64_t c) {
+  int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
+  sigjmp_buf jb;
+  sigjmp_buf* volatile prev = tl_jmp;
+  if (sigsetjmp(jb, 1)) {
+    tl_jmp = prev;
+    job->crashed = int(tl_signal);
+    return;
+  }
+  tl_jmp = &jb;
+  job->fn(job->arg, b, e, int(c));
+  tl_jmp = prev;
+}
+
+void pool_thread(Device* d, uint64_t seen) {
+  Pool& p = d->pool;
+  for (;;) {
+    Job* job;
+    {
+      std::unique_lock<std::mutex> lock(p.mu);
+      p.cv.wait(lock, [&] { return p.stop || p.generation != seen; });
+      if (p.stop) return;
+      seen = p.generation;
+      job = p.job;
+    }
+    for (;;) {
+      int64_t c = job->next.fetch_add(1);
+      if (c >= job->chunks) break;
+      run_chunk(job, c);
+    }
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (--p.active == 0) p.done_cv.notify_all();
+  }
+}
+
+VESIMresult memcheck(VESIMdeviceptr p, Device** dev) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(VESIM_PTR_DEVICE(p));
+  if (!d) return fail(VESIM_ERROR_UNKNOWN_VPTR, "pointer 0x%llx names device %d, which does not "
+                      "exist", (unsigned long long)p, VESIM_PTR_DEVICE(p));
+  if (VESIM_PTR_INDEX(p) == 0)
+    return fail(VESIM_ERROR_UNKNOWN_VPTR, "pointer 0x%llx has allocation index 0",
+                (unsigned long long)p);
+  *dev = d;
+  return VESIM_SUCCESS;
+}
+
+// Device side: resolve under the allocation table's lock.
+VESIMresult resolve(VESIMkernel_ctx* k, VESIMdeviceptr p, uint64_t bytes, const char* what,
+                    void** addr) {
+  static char empty_target[64];
+  Device* d = k->dev;
+  if (VESIM_PTR_DEVICE(p) != d->id || VESIM_PTR_INDEX(p) == 0) {
+    char m[160];
+    snprintf(m, sizeof m, "%s: pointer 0x%llx is not an allocation of device %d", what,
+             (unsigned long long)p, d->id);
+    return record_error(k, VESIM_ERROR_UNKNOWN_VPTR, m);
+  }
+  std::lock_guard<std::mutex> lock(d->mu);
+  auto it = d->allocs.find(VESIM_PTR_INDEX(p));
+  if (it == d->allocs.end() || !it->second.backed) {
+    char m[160];
+    snprintf(m, sizeof m, "%s: pointer 0x%llx (allocation %u) is not allocated (freed, or never "
+             "allocated on this stream's timeline)", what, (unsigned long long)p, VESIM_PTR_INDEX(p));
+    return record_error(k, VESIM_ERROR_UNKNOWN_VPTR, m);
+  }
+  uint64_t off = VESIM_PTR_OFFSET(p), size = it->second.size;
+  if (off > size || bytes > size - off) {
+    char m[200];
+    snprintf(m, sizeof m, "%s: access of %llu bytes at offset %llu of allocation %u leaves its %llu "
+             "bytes", what, (unsigned long long)bytes, (unsigned long long)off, VESIM_PTR_INDEX(p),
+             (unsigned long long)size);
+    return record_error(k, VESIM_ERROR_OUT_OF_BOUNDS, m);
+  }
+  *addr = it->second.base ? static_cast<char*>(it->second.base) + off : empty_target;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult memset_async(VESIMdeviceptr dst, uint64_t value, int width, size_t count,
+                         VESIMstream s) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  if (count > kMaxOffset) return fail(VESIM_ERROR_INVALID_VALUE, "memset count %zu too big", count);
+  Task t{VESIM_PROF_MEMSET, "memset", count * size_t(width), call_latency(), {}};
+  t.run = [=](VESIMkernel_ctx* k) {
+    void* p;
+    if (VESIMresult r = resolve(k, dst, uint64_t(count) * uint64_t(width), "memset", &p)) return r;
+    switch (width) {
+      case 1: memset(p, int(value & 0xff), count); break;
+      case 2: std::fill_n(static_cast<uint16_t*>(p), count, uint16_t(value)); break;
+      case 4: std::fill_n(static_cast<uint32_t*>(p), count, uint32_t(value)); break;
+      default: std::fill_n(static_cast<uint64_t*>(p), count, value); break;
+    }
+    return VESIM_SUCCESS;
+  };
+  return enqueue(s, std::move(t));
+}
+
+VESIMstream default_stream(Device* d) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return d->ctx ? d->ctx->streams[0] : nullptr;
+}
+
+VESIMresult sync_on(VESIMstream s, VESIMresult enq) {
+  if (enq) return enq;
+  return stream_wait(s, true);
+}
+
+}  // namespace
+
+// ================================ public API =================================================
+
+extern "C" {
+
+const char* vesimGetErrorName(VESIMresult r) {
+  switch (r) {
+    case VESIM_SUCCESS: return "VESIM_SUCCESS";
+    case VESIM_ERROR_INVALID_VALUE: return "VESIM_ERROR_INVALID_VALUE";
+    case VESIM_ERROR_OUT_OF_MEMORY: return "VESIM_ERROR_OUT_OF_MEMORY";
+    case VESIM_ERROR_OUT_OF_BOUNDS: return "VESIM_ERROR_OUT_OF_BOUNDS";
+    case VESIM_ERROR_UNKNOWN_VPTR: return "VESIM_ERROR_UNKNOWN_VPTR";
+    case VESIM_ERROR_OFFSETTED_VPTR_NOT_ALLOWED: return "VESIM_ERROR_OFFSETTED_VPTR_NOT_ALLOWED";
+    case VESIM_ERROR_NOT_INITIALIZED: return "VESIM_ERROR_NOT_INITIALIZED";
+    case VESIM_ERROR_INVALID_DEVICE: return "VESIM_ERROR_INVALID_DEVICE";
+    case VESIM_ERROR_INVALID_STREAM: return "VESIM_ERROR_INVALID_STREAM";
+    case VESIM_ERROR_INVALID_CONTEXT: return "VESIM_ERROR_INVALID_CONTEXT";
+    case VESIM_ERROR_CONTEXT_EXISTS: return "VESIM_ERROR_CONTEXT_EXISTS";
+    case VESIM_ERROR_NOT_READY: return "VESIM_ERROR_NOT_READY";
+    case VESIM_ERROR_KERNEL_FAILED: return "VESIM_ERROR_KERNEL_FAILED";
+    case VESIM_ERROR_KERNEL_CRASHED: return "VESIM_ERROR_KERNEL_CRASHED";
+    default: return "VESIM_ERROR_UNKNOWN";
+  }
+}
+
+const char* vesimGetErrorString(VESIMresult r) {
+  switch (r) {
+    case VESIM_SUCCESS: return "no error";
+    case VESIM_ERROR_INVALID_VALUE: return "an argument has an invalid value";
+    case VESIM_ERROR_OUT_OF_MEMORY: return "the device is out of memory";
+    case VESIM_ERROR_OUT_OF_BOUNDS: return "an access leaves its allocation";
+    case VESIM_ERROR_UNKNOWN_VPTR: return "the virtual pointer names no live allocation";
+    case VESIM_ERROR_OFFSETTED_VPTR_NOT_ALLOWED: return "an offset pointer cannot be freed";
+    case VESIM_ERROR_NOT_INITIALIZED: return "vesimInit has not been called";
+    case VESIM_ERROR_INVALID_DEVICE: return "no such device";
+    case VESIM_ERROR_INVALID_STREAM: return "not a live stream";
+    case VESIM_ERROR_INVALID_CONTEXT: return "the device has no context";
+    case VESIM_ERROR_CONTEXT_EXISTS: return "the device already has a context";
+    case VESIM_ERROR_NOT_READY: return "the stream still has work";
+    case VESIM_ERROR_KERNEL_FAILED: return "a kernel reported an error";
+    case VESIM_ERROR_KERNEL_CRASHED: return "a kernel crashed on the device";
+    default: return "unknown error";
+  }
+}
+
+const char* vesimGetLastErrorDetail(void) { return tl_detail.c_str(); }
+
+VESIMresult vesimInit(void) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_refcount++ > 0) return VESIM_SUCCESS;
+  const char* nd = getenv("VESIM_DEVICES");
+  int n = nd ? atoi(nd) : 1;
+  n = std::max(0, std::min(n, 1 << VESIM_PTR_DEVICE_BITS));
+  uint64_t mem = parse_bytes(getenv("VESIM_MEMORY"), UINT64_C(48) << 30);
+  mem = std::min(mem, kMaxOffset + 1);
+  const char* lat = getenv("VESIM_LATENCY");
+  g_latency = (lat && strcmp(lat, "veda") == 0) ? 1 : 0;
+  for (int i = 0; i < n; i++) {
+    auto* d = new Device();
+    d->id = i;
+    d->memory = mem;
+    g_devices.push_back(d);
+  }
+  install_fault_handlers();
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimExit(void) {
+  std::vector<VESIMstream> streams;
+  std::vector<Device*> devices;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimExit without vesimInit");
+    if (--g_refcount > 0) return VESIM_SUCCESS;
+    streams.assign(g_streams.begin(), g_streams.end());
+    g_streams.clear();
+    devices.swap(g_devices);
+  }
+  for (VESIMstream s : streams) stream_finish(s);
+  for (Device* d : devices) {
+    delete static_cast<Context*>(d->ctx);
+    {
+      std::lock_guard<std::mutex> pl(d->pool.mu);
+      d->pool.stop = true;
+      d->pool.cv.notify_all();
+    }
+    for (auto& t : d->pool.threads) t.join();
+    for (auto& [idx, a] : d->allocs) {
+      if (a.size >= kMmapThreshold) munmap(a.base, a.size);
+      else free(a.base);
+    }
+    delete d;
+  }
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimDeviceGetCount(int* count) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  if (!count) return fail(VESIM_ERROR_INVALID_VALUE, "count is NULL");
+  *count = int(g_devices.size());
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimDeviceGetInfo(int device, VESIMdeviceinfo* info) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  if (!info) return fail(VESIM_ERROR_INVALID_VALUE, "info is NULL");
+  snprintf(info->name, sizeof info->name, "SX-Aurora VE 10B (vesim)");
+  info->cores = kCoresPerDevice;
+  info->vector_length = VESIM_VL;
+  info->memory = d->memory;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimMemGetInfo(int device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  std::lock_guard<std::mutex> lock(d->mu);
+  if (free_bytes) *free_bytes = d->memory - d->used;
+  if (total_bytes) *total_bytes = d->memory;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimCtxCreate(VESIMcontext* ctx, VESIMcontext_mode mode, int device) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  if (!ctx) return fail(VESIM_ERROR_INVALID_VALUE, "ctx is NULL");
+  if (mode != VESIM_CONTEXT_MODE_OMP && mode != VESIM_CONTEXT_MODE_SCALAR)
+    return fail(VESIM_ERROR_INVALID_VALUE, "unknown context mode %d", int(mode));
+  if (d->ctx) return fail(VESIM_ERROR_CONTEXT_EXISTS, "device %d already has a context", device);
+  auto* c = new Context();
+  c->dev = d;
+  c->mode = mode;
+  if (mode == VESIM_CONTEXT_MODE_OMP) {
+    c->streams.push_back(stream_new(c, kCoresPerDevice));
+  } else {
+    for (int i = 0; i < kCoresPerDevice; i++) c->streams.push_back(stream_new(c, 1));
+  }
+  d->ctx = c;
+  *ctx = c;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimCtxGet(int device, VESIMcontext* ctx) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  if (!d->ctx) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", device);
+  *ctx = d->ctx;
+  return VESIM_SUCCESS;
+}
+
+static Device* ctx_device(VESIMcontext ctx) {  // g_mu held
+  for (Device* d : g_devices)
+    if (d->ctx == ctx && ctx) return d;
+  return nullptr;
+}
+
+VESIMresult vesimCtxDestroy(VESIMcontext ctx) {
+  std::vector<VESIMstream> streams;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    Device* d = ctx_device(ctx);
+    if (!d) return fail(VESIM_ERROR_INVALID_CONTEXT, "not a live context");
+    // extra streams made with vesimStreamCreate belong to the context too
+    for (VESIMstream s : std::set<VESIMstream>(g_streams)) {
+      if (s->ctx != ctx) continue;
+      streams.push_back(s);
+      g_streams.erase(s);
+    }
+    d->ctx = nullptr;
+  }
+  for (VESIMstream s : streams) stream_finish(s);
+  delete static_cast<Context*>(ctx);
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimCtxStreamCount(VESIMcontext ctx, int* count) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!ctx_device(ctx)) return fail(VESIM_ERROR_INVALID_CONTEXT, "not a live context");
+  *count = int(ctx->streams.size());
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimCtxGetStream(VESIMcontext ctx, int index, VESIMstream* stream) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!ctx_device(ctx)) return fail(VESIM_ERROR_INVALID_CONTEXT, "not a live context");
+  if (index < 0 || index >= int(ctx->streams.size()))
+    return fail(VESIM_ERROR_INVALID_VALUE, "stream index %d, the context has %zu", index,
+                ctx->streams.size());
+  *stream = ctx->streams[size_t(index)];
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimCtxSynchronize(VESIMcontext ctx) {
+  std::vector<VESIMstream> all;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!ctx_device(ctx)) return fail(VESIM_ERROR_INVALID_CONTEXT, "not a live context");
+    for (VESIMstream s : g_streams)
+      if (s->ctx == ctx) all.push_back(s);
+  }
+  VESIMresult first = VESIM_SUCCESS;
+  std::string detail;
+  for (VESIMstream s : all) {
+    VESIMresult r = stream_wait(s, true);
+    if (r && !first) {
+      first = r;
+      detail = tl_detail;
+    }
+  }
+  if (first) tl_detail = detail;
+  return first;
+}
+
+VESIMresult vesimStreamCreate(VESIMcontext ctx, VESIMstream* stream) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!ctx_device(ctx)) return fail(VESIM_ERROR_INVALID_CONTEXT, "not a live context");
+  if (!stream) return fail(VESIM_ERROR_INVALID_VALUE, "stream is NULL");
+  int cores = ctx->mode == VESIM_CONTEXT_MODE_OMP ? kCoresPerDevice : 1;
+  *stream = stream_new(static_cast<Context*>(ctx), cores);
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimStreamDestroy(VESIMstream stream) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!initialized() || !g_streams.count(stream))
+      return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+    for (VESIMstream s : stream->ctx->streams)
+      if (s == stream) return fail(VESIM_ERROR_INVALID_STREAM, "a context's own streams are "
+                                   "destroyed with the context");
+    g_streams.erase(stream);
+  }
+  stream_finish(stream);
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimStreamQuery(VESIMstream stream) {
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  std::lock_guard<std::mutex> lock(stream->mu);
+  return stream->queue.empty() && !stream->busy ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
+}
+
+VESIMresult vesimStreamSynchronize(VESIMstream stream) {
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  return stream_wait(stream, true);
+}
+
+VESIMresult vesimStreamGetDevice(VESIMstream stream, int* device) {
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  *device = stream->dev->id;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user) {
+  if (!fn) return fail(VESIM_ERROR_INVALID_VALUE, "callback is NULL");
+  Task t{VESIM_PROF_CALLBACK, "callback", 0, 0, {}};
+  t.run = [=](VESIMkernel_ctx* k) {
+    fn(k->stream, k->error, user);
+    return VESIM_SUCCESS;
+  };
+  return enqueue(stream, std::move(t));
+}
+
+VESIMresult vesimMemAllocAsync(VESIMdeviceptr* ptr, size_t size, VESIMstream stream) {
+  if (!ptr) return fail(VESIM_ERROR_INVALID_VALUE, "ptr is NULL");
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  Device* d = stream->dev;
+  if (size > kMaxOffset)
+    return fail(VESIM_ERROR_OUT_OF_MEMORY, "allocation of %zu bytes exceeds the %llu-byte "
+                "limit of one allocation", size, (unsigned long long)kMaxOffset);
+  uint32_t index;
+  {
+    std::lock_guard<std::mutex> lock(d->mu);
+    if (size > d->memory - d->used)
+      return fail(VESIM_ERROR_OUT_OF_MEMORY, "device %d: %zu bytes requested, %llu of %llu free",
+                  d->id, size, (unsigned long long)(d->memory - d->used),
+                  (unsigned long long)d->memory);
+    if (d->allocs.size() >= kMaxIndex)
+      return fail(VESIM_ERROR_OUT_OF_MEMORY, "device %d: allocation table full", d->id);
+    // Indices advance round-robin so a freed index is reused as late as possible: a stale
+    // pointer then meets UNKNOWN_VPTR instead of someone else's memory.
+    while (d->allocs.count(d->next_index)) d->next_index = d->next_index % kMaxIndex + 1;
+    index = d->next_index;
+    d->next_index = d->next_index % kMaxIndex + 1;
+    Alloc fresh;
+    fresh.size = size;
+    d->allocs[index] = fresh;
+    d->used += size;
+    d->peak = std::max(d->peak, d->used);
+  }
+  d->stats.allocs++;
+  VESIMdeviceptr p = (uint64_t(d->id) << 59) | (uint64_t(index) << VESIM_PTR_OFFSET_BITS);
+  Task t{VESIM_PROF_ALLOC, "alloc", size, call_latency(), {}};
+  t.run = [d, index, size](VESIMkernel_ctx* k) {
+    void* base = nullptr;
+    if (size >= kMmapThreshold) {
+      base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                  -1, 0);
+      if (base == MAP_FAILED) base = nullptr;
+    } else if (size > 0) {
+      base = aligned_alloc(64, (size + 63) / 64 * 64);
+    }
+    std::lock_guard<std::mutex> lock(d->mu);
+    Alloc& a = d->allocs[index];
+    if (size > 0 && !base) {
+      d->allocs.erase(index);
+      d->used -= size;
+      return record_error(k, VESIM_ERROR_OUT_OF_MEMORY, "the host could not back the allocation");
+    }
+    a.base = base;
+    a.size = size;
+    a.backed = true;
+    if (a.state == Alloc::RESERVED) a.state = Alloc::LIVE;
+    return VESIM_SUCCESS;
+  };
+  if (VESIMresult r = enqueue(stream, std::move(t))) {
+    std::lock_guard<std::mutex> lock(d->mu);
+    d->allocs.erase(index);
+    d->used -= size;
+    return r;
+  }
+  *ptr = p;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimMemFreeAsync(VESIMdeviceptr ptr, VESIMstream stream) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(ptr, &d)) return r;
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  if (stream->dev != d)
+    return fail(VESIM_ERROR_INVALID_VALUE, "pointer of device %d freed on a stream of device %d",
+                d->id, stream->dev->id);
+  if (VESIM_PTR_OFFSET(ptr) != 0)
+    return fail(VESIM_ERROR_OFFSETTED_VPTR_NOT_ALLOWED, "pointer 0x%llx has offset %llu; free the "
+                "pointer the allocation returned", (unsigned long long)ptr,
+                (unsigned long long)VESIM_PTR_OFFSET(ptr));
+  uint32_t index = VESIM_PTR_INDEX(ptr);
+  {
+    std::lock_guard<std::mutex> lock(d->mu);
+    auto it = d->allocs.find(index);
+    if (it == d->allocs.end() || it->second.state == Alloc::FREEING)
+      return fail(VESIM_ERROR_UNKNOWN_VPTR, "pointer 0x%llx is not allocated (double free?)",
+                  (unsigned long long)ptr);
+    it->second.state = Alloc::FREEING;
+  }
+  d->stats.frees++;
+  Task t{VESIM_PROF_FREE, "free", 0, call_latency(), {}};
+  t.run = [d, index](VESIMkernel_ctx*) {
+    std::lock_guard<std::mutex> lock(d->mu);
+    auto it = d->allocs.find(index);
+    if (it == d->allocs.end()) return VESIM_SUCCESS;
+    if (it->second.size >= kMmapThreshold) munmap(it->second.base, it->second.size);
+    else free(it->second.base);
+    d->used -= it->second.size;
+    d->allocs.erase(it);
+    return VESIM_SUCCESS;
+  };
+  return enqueue(stream, std::move(t));
+}
+
+VESIMresult vesimMemAlloc(VESIMdeviceptr* ptr, size_t size, int device) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", device);
+  return sync_on(s, vesimMemAllocAsync(ptr, size, s));
+}
+
+VESIMresult vesimMemFree(VESIMdeviceptr ptr) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(ptr, &d)) return r;
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", d->id);
+  return sync_on(s, vesimMemFreeAsync(ptr, s));
+}
+
+VESIMresult vesimMemGetAddressRange(VESIMdeviceptr* base, size_t* size, VESIMdeviceptr ptr) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(ptr, &d)) return r;
+  std::lock_guard<std::mutex> lock(d->mu);
+  auto it = d->allocs.find(VESIM_PTR_INDEX(ptr));
+  if (it == d->allocs.end() || it->second.state == Alloc::FREEING)
+    return fail(VESIM_ERROR_UNKNOWN_VPTR, "pointer 0x%llx is not allocated", (unsigned long long)ptr);
+  if (base) *base = ptr - VESIM_PTR_OFFSET(ptr);
+  if (size) *size = it->second.size;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimMemcpyHtoDAsync(VESIMdeviceptr dst, const void* src, size_t size, VESIMstream s) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  if (!src && size) return fail(VESIM_ERROR_INVALID_VALUE, "host source is NULL");
+  d->stats.copies_htod++;
+  d->stats.bytes_htod += size;
+  Task t{VESIM_PROF_MEMCPY_HTOD, "memcpy_htod", size, copy_latency(size), {}};
+  t.run = [=](VESIMkernel_ctx* k) {
+    void* p;
+    if (VESIMresult r = resolve(k, dst, size, "memcpy HtoD destination", &p)) return r;
+    if (size) memcpy(p, src, size);
+    return VESIM_SUCCESS;
+  };
+  return enqueue(s, std::move(t));
+}
+
+VESIMresult vesimMemcpyDtoHAsync(void* dst, VESIMdeviceptr src, size_t size, VESIMstream s) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(src, &d)) return r;
+  if (!dst && size) return fail(VESIM_ERROR_INVALID_VALUE, "host destination is NULL");
+  d->stats.copies_dtoh++;
+  d->stats.bytes_dtoh += size;
+  Task t{VESIM_PROF_MEMCPY_DTOH, "memcpy_dtoh", size, copy_latency(size), {}};
+  t.run = [=](VESIMkernel_ctx* k) {
+    void* p;
+    if (VESIMresult r = resolve(k, src, size, "memcpy DtoH source", &p)) return r;
+    if (size) memcpy(dst, p, size);
+    return VESIM_SUCCESS;
+  };
+  return enqueue(s, std::move(t));
+}
+
+VESIMresult vesimMemcpyDtoDAsync(VESIMdeviceptr dst, VESIMdeviceptr src, size_t size,
+                                 VESIMstream s) {
+  Device *d = nullptr, *d2 = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  if (VESIMresult r = memcheck(src, &d2)) return r;
+  if (d != d2)
+    return fail(VESIM_ERROR_INVALID_VALUE, "DtoD across devices (%d -> %d) is not supported",
+                d2->id, d->id);
+  d->stats.copies_dtod++;
+  d->stats.bytes_dtod += size;
+  // on-device bandwidth (~1.2 TB/s HBM) is far above PCIe: only the call cost counts
+  Task t{VESIM_PROF_MEMCPY_DTOD, "memcpy_dtod", size, call_latency(), {}};
+  t.run = [=](VESIMkernel_ctx* k) {
+    void *p, *q;
+    if (VESIMresult r = resolve(k, dst, size, "memcpy DtoD destination", &p)) return r;
+    if (VESIMresult r = resolve(k, src, size, "memcpy DtoD source", &q)) return r;
+    if (size) memmove(p, q, size);
+    return VESIM_SUCCESS;
+  };
+  return enqueue(s, std::move(t));
+}
+
+VESIMresult vesimMemcpyHtoD(VESIMdeviceptr dst, const void* src, size_t size) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", d->id);
+  return sync_on(s, vesimMemcpyHtoDAsync(dst, src, size, s));
+}
+
+VESIMresult vesimMemcpyDtoH(void* dst, VESIMdeviceptr src, size_t size) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(src, &d)) return r;
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", d->id);
+  return sync_on(s, vesimMemcpyDtoHAsync(dst, src, size, s));
+}
+
+VESIMresult vesimMemcpyDtoD(VESIMdeviceptr dst, VESIMdeviceptr src, size_t size) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", d->id);
+  return sync_on(s, vesimMemcpyDtoDAsync(dst, src, size, s));
+}
+
+VESIMresult vesimMemsetD8Async(VESIMdeviceptr dst, uint8_t v, size_t n, VESIMstream s) {
+  return memset_async(dst, v, 1, n, s);
+}
+VESIMresult vesimMemsetD16Async(VESIMdeviceptr dst, uint16_t v, size_t n, VESIMstream s) {
+  return memset_async(dst, v, 2, n, s);
+}
+VESIMresult vesimMemsetD32Async(VESIMdeviceptr dst, uint32_t v, size_t n, VESIMstream s) {
+  return memset_async(dst, v, 4, n, s);
+}
+VESIMresult vesimMemsetD64Async(VESIMdeviceptr dst, uint64_t v, size_t n, VESIMstream s) {
+  return memset_async(dst, v, 8, n, s);
+}
+// Synchronous memsets run on the device's first stream and wait for it.
+static VESIMresult memset_sync(VESIMdeviceptr dst, uint64_t v, int width, size_t n) {
+  Device* d = nullptr;
+  if (VESIMresult r = memcheck(dst, &d)) return r;
+  VESIMstream s = default_stream(d);
+  if (!s) return fail(VESIM_ERROR_INVALID_CONTEXT, "device %d has no context", d->id);
+  return sync_on(s, memset_async(dst, v, width, n, s));
+}
+VESIMresult vesimMemsetD8(VESIMdeviceptr dst, uint8_t v, size_t n) { return memset_sync(dst, v, 1, n); }
+VESIMresult vesimMemsetD16(VESIMdeviceptr dst, uint16_t v, size_t n) { return memset_sync(dst, v, 2, n); }
+VESIMresult vesimMemsetD32(VESIMdeviceptr dst, uint32_t v, size_t n) { return memset_sync(dst, v, 4, n); }
+VESIMresult vesimMemsetD64(VESIMdeviceptr dst, uint64_t v, size_t n) { return memset_sync(dst, v, 8, n); }
+
+VESIMresult vesimMemcpyPackedAsync(const VESIMpacked_copy* copies, size_t count, VESIMstream s) {
+  if (!copies && count) return fail(VESIM_ERROR_INVALID_VALUE, "copies is NULL");
+  if (!stream_valid(s)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  std::vector<VESIMpacked_copy> list(copies, copies + count);
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; i++) {
+    Device* d = nullptr;
+    if (VESIMresult r = memcheck(list[i].vptr, &d)) return r;
+    if (d != s->dev) return fail(VESIM_ERROR_INVALID_VALUE, "packed copy %zu is on device %d, the "
+                                 "stream on %d", i, d->id, s->dev->id);
+    if (list[i].kind != VESIM_COPY_HTOD && list[i].kind != VESIM_COPY_DTOH)
+      return fail(VESIM_ERROR_INVALID_VALUE, "packed copy %zu has kind %d", i, int(list[i].kind));
+    if (!list[i].host && list[i].size) return fail(VESIM_ERROR_INVALID_VALUE, "packed copy %zu has "
+                                                   "a NULL host buffer", i);
+    total += list[i].size;
+  }
+  s->dev->stats.packed++;
+  Task t{VESIM_PROF_PACKED, "memcpy_packed", total, copy_latency(total), {}};
+  t.run = [list](VESIMkernel_ctx* k) {
+    for (size_t i = 0; i < list.size(); i++) {
+      const VESIMpacked_copy& c = list[i];
+      void* p;
+      if (VESIMresult r = resolve(k, c.vptr, c.size, "packed copy", &p)) return r;
+      if (c.kind == VESIM_COPY_HTOD) memcpy(p, c.host, c.size);
+      else memcpy(c.host, p, c.size);
+    }
+    return VESIM_SUCCESS;
+  };
+  return enqueue(s, std::move(t));
+}
+
+VESIMresult vesimLaunchKernelNamed(const char* name, VESIMkernel fn, VESIMstream stream,
+                                   const void* args, size_t args_size) {
+  if (!fn) return fail(VESIM_ERROR_INVALID_VALUE, "kernel function is NULL");
+  if (!args && args_size) return fail(VESIM_ERROR_INVALID_VALUE, "args is NULL");
+  auto pack = std::make_shared<std::vector<char>>(static_cast<const char*>(args),
+                                                  static_cast<const char*>(args) + args_size);
+  Task t{VESIM_PROF_KERNEL, name ? name : "kernel", 0, call_latency(), {}};
+  t.run = [fn, pack](VESIMkernel_ctx* k) { return fn(k, pack->data()); };
+  return enqueue(stream, std::move(t));
+}
+
+VESIMresult vesimLaunchKernel(VESIMkernel fn, VESIMstream stream, const void* args,
+                              size_t args_size) {
+  return vesimLaunchKernelNamed(nullptr, fn, stream, args, args_size);
+}
+
+VESIMresult vesimGetStats(int device, VESIMstats* st) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  if (!st) return fail(VESIM_ERROR_INVALID_VALUE, "stats is NULL");
+  const Stats& s = d->stats;
+  st->api_calls = s.api_calls;
+  st->kernels = s.kernels;
+  st->kernel_errors = s.kernel_errors;
+  st->copies_htod = s.copies_htod;
+  st->copies_dtoh = s.copies_dtoh;
+  st->copies_dtod = s.copies_dtod;
+  st->packed_copies = s.packed;
+  st->bytes_htod = s.bytes_htod;
+  st->bytes_dtoh = s.bytes_dtoh;
+  st->bytes_dtod = s.bytes_dtod;
+  st->allocs = s.allocs;
+  st->frees = s.frees;
+  std::lock_guard<std::mutex> lock(d->mu);
+  st->mem_used = d->used;
+  st->mem_peak = d->peak;
+  st->live_allocations = d->allocs.size();
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimResetStats(int device) {
+  if (!initialized()) return fail(VESIM_ERROR_NOT_INITIALIZED, "vesimInit was not called");
+  Device* d = device_of(device);
+  if (!d) return fail(VESIM_ERROR_INVALID_DEVICE, "device %d does not exist", device);
+  Stats& s = d->stats;
+  for (auto* c : {&s.api_calls, &s.kernels, &s.kernel_errors, &s.copies_htod, &s.copies_dtoh,
+                  &s.copies_dtod, &s.packed, &s.bytes_htod, &s.bytes_dtoh, &s.bytes_dtod,
+                  &s.allocs, &s.frees})
+    *c = 0;
+  std::lock_guard<std::mutex> lock(d->mu);
+  d->peak = d->used;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimProfilerSetCallback(VESIMprofiler_callback fn, void* user) {
+  std::lock_guard<std::mutex> lock(g_prof_mu);
+  g_prof_user = user;
+  g_prof_fn = fn;
+  return VESIM_SUCCESS;
+}
+
+VESIMresult vesimSetLatencyModel(int model) {
+  if (model != 0 && model != 1) return fail(VESIM_ERROR_INVALID_VALUE, "latency model %d", model);
+  g_latency = model;
+  return VESIM_SUCCESS;
+}
+
+// ---- device side ----------------------------------------------------------------------------
+
+VESIMresult vesimDevResolve(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes,
+                            const char* what, void** addr) {
+  return resolve(k, ptr, bytes, what ? what : "kernel access", addr);
+}
+
+VESIMresult vesimDevFail(VESIMkernel_ctx* k, VESIMresult code, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return record_error(k, code == VESIM_SUCCESS ? VESIM_ERROR_KERNEL_FAILED : code, buf);
+}
+
+int vesimDevCores(const VESIMkernel_ctx* k) { return k->cores; }
+int vesimDevDevice(const VESIMkernel_ctx* k) { return k->dev->id; }
+
+void* vesimDevScratch(VESIMkernel_ctx* k, uint64_t bytes) {
+  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  if (!p) {
+    record_error(k, VESIM_ERROR_OUT_OF_MEMORY, "kernel scratch of " + std::to_string(bytes) +
+                 " bytes");
+    return nullptr;
+  }
+  k->scratch.push_back(p);
+  return p;
+}
+
+VESIMresult vesimDevParallelFor(VESIMkernel_ctx* k, int64_t n, int64_t grain, VESIMrange_fn body,
+                                void* arg) {
+  if (n <= 0) return VESIM_SUCCESS;
+  grain = std::max<int64_t>(grain, 1);
+  int64_t chunks = std::min<int64_t>(k->cores, (n + grain - 1) / grain);
+  static const int host_threads = std::max(1, int(std::thread::hardware_concurrency()));
+  int helpers = std::min<int>(int(chunks), host_threads) - 1;
+  if (helpers <= 0) {
+    body(arg, 0, n, 0);
+    return VESIM_SUCCESS;
+  }
+  Device* d = k->dev;
+  Pool& p = d->pool;
+  std::lock_guard<std::mutex> run(p.run_mu);
+  Job job;
+  job.fn = body;
+  job.arg = arg;
+  job.n = n;
+  job.chunk = (n + chunks - 1) / chunks;
+  job.chunks = (n + job.chunk - 1) / job.chunk;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    while (int(p.threads.size()) < host_threads - 1)
+      p.threads.emplace_back(pool_thread, d, p.generation);
+    p.job = &job;
+    p.active = int(p.threads.size());
+    p.generation++;
+    p.cv.notify_all();
+  }
+  // the calling stream worker takes chunks too
+  for (;;) {
+    int64_t c = job.next.fetch_add(1);
+    if (c >= job.chunks) break;
+    run_chunk(&job, c);
+  }
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.done_cv.wait(lock, [&] { return p.active == 0; });
+  if (job.crashed) {
+    char m[96];
+    snprintf(m, sizeof m, "device code crashed on a core with signal %d", int(job.crashed));
+    return record_error(k, VESIM_ERROR_KERNEL_CRASHED, m);
+  }
+  return VESIM_SUCCESS;
+}
+
+}  // extern "C"
