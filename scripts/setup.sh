@@ -18,7 +18,8 @@ step "unidev core (builds unidev._C)"
 
 for plugin in $(cat plugins/BUNDLED); do
   step "plugin $plugin"
-  "${PIP[@]}" install --no-build-isolation "./plugins/$plugin"
+  # --no-deps: their dependencies are in requirements-dev.txt, and "unidev" must stay ours
+  "${PIP[@]}" install --no-build-isolation --no-deps "./plugins/$plugin"
 done
 
 if [ "${UNIDEV_SKIP_DEMO:-0}" != 1 ]; then

@@ -1,1 +1,1 @@
-"""TensorFlow adapter: unidev plugins as PluggableDevices."""
+"""TensorFlow adapter: every usable unidev plugin as a TF PluggableDevice (no TF import)."""

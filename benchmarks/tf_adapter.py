@@ -1,0 +1,102 @@
+"""TensorFlow adapter benchmark: unidev TF devices vs TF's own CPU, interleaved in one process.
+
+    .venv/bin/python benchmarks/tf_adapter.py [--quick] [--out benchmarks/results]
+
+Cases: an eager AddV2 of 8 floats (per-op overhead), a 64-byte host->device tf.constant, and
+one Keras train step (MLP 256-512-512-10, batch 256, SGD) via train_on_batch. A device type
+containing "CPU" (x86's XCPU) is usable only with TF_ENABLE_ONEDNN_OPTS=0, which this script
+then sets for the whole process, so TF CPU runs without oneDNN too (said in the output).
+Writes <out>/tf_adapter.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+from _timing import RESULTS, Case, measure  # noqa: E402
+
+
+def cases(devices: list[str]) -> list[Case]:
+    import keras
+    import tensorflow as tf
+
+    names = {"/device:CPU:0": "TF CPU", **{d: d.split(":")[1] for d in devices}}
+    small = np.arange(8, dtype=np.float32)
+    tiny, copy, step = {}, {}, {}
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 256)).astype(np.float32)
+    y = rng.integers(0, 10, 256).astype(np.int32)
+    for dev, name in names.items():
+        with tf.device(dev):
+            a = tf.constant(small)
+            b = tf.constant(small)
+            keras.utils.set_random_seed(0)
+            dense = keras.layers.Dense
+            model = keras.Sequential([keras.Input((256,)), dense(512, activation="relu"),
+                                      dense(512, activation="relu"), dense(10)])
+            model.compile(keras.optimizers.SGD(0.01), jit_compile=False,
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            xd, yd = tf.constant(x), tf.constant(y)
+        def add(a=a, b=b, dev=dev):
+            with tf.device(dev):  # unscoped ops would go to the highest-priority device
+                return tf.add(a, b)
+
+        tiny[name] = add
+
+        def h2d(dev=dev):
+            with tf.device(dev):
+                return tf.constant(small)
+
+        copy[name] = h2d
+
+        def train(model=model, dev=dev, xd=xd, yd=yd):
+            with tf.device(dev):
+                return float(model.train_on_batch(xd, yd))  # float() waits for the step
+
+        step[name] = train
+    return [Case("eager", "AddV2 8 floats", 1e-9, "us", tiny),
+            Case("copy", "tf.constant 64 B host->device", 1e-9, "us", copy),
+            Case("keras", "train_on_batch MLP 256-512-512-10 b256", 1e-9, "us", step)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    import tensorflow as tf
+
+    from unidev.adapters.tensorflow import train
+
+    devices = train.unidev_devices()
+    if not devices:
+        print("no unidev TF device active; run `unidev build tensorflow` (see `unidev list`)")
+        return 1
+    all_cases = cases(devices)
+    measure(all_cases, reps=3 if args.quick else 7, min_time=0.02 if args.quick else 0.1, log=None)
+    impls = list(all_cases[0].impls)
+    head = ["case", *[f"{i} (us)" for i in impls], *[f"{i} / TF CPU" for i in impls[1:]]]
+    lines = [f"TF {tf.version.VERSION}, TF_ENABLE_ONEDNN_OPTS={os.environ['TF_ENABLE_ONEDNN_OPTS']}"
+             f"; time per call, best of interleaved rounds; ratio = device time / TF CPU time", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in all_cases:
+        us = [c.seconds[i] * 1e6 for i in impls]
+        ratios = [f"{c.seconds[i] / c.seconds['TF CPU']:.2f}x" for i in impls[1:]]
+        lines.append("| " + " | ".join([c.name, *[f"{u:.1f}" for u in us], *ratios]) + " |")
+    text = "\n".join(lines)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "tf_adapter.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

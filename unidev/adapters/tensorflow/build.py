@@ -1,0 +1,202 @@
+"""Build, cache and install one TF PluggableDevice library per usable unidev plugin."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...core import discovery
+from ...plugins import include_dir
+from .. import _cache
+from . import ops
+
+__all__ = ["TfInstall", "tf_install", "plugin_dir", "build", "build_plugin", "build_varops",
+           "library_name", "VAROPS_NAME"]
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+PREFIX = "libunidev_tf_"
+VAROPS_NAME = "libunidev_tf_varops.so"
+# TF's own compile flags (tf.sysconfig.get_compile_flags() for the pip wheels), read without
+# importing TensorFlow so a build never loads the libraries it is about to replace.
+TF_FLAGS = ["-D_GLIBCXX_USE_CXX11_ABI=1", "-DEIGEN_MAX_ALIGN_BYTES=64"]
+
+
+@dataclass(frozen=True)
+class TfInstall:
+    root: Path  # the tensorflow package folder
+    version: str
+
+    @property
+    def include(self) -> Path:
+        return self.root / "include"
+
+    @property
+    def framework(self) -> Path:
+        return self.root / "libtensorflow_framework.so.2"
+
+
+def tf_install() -> TfInstall | None:
+    """The installed TensorFlow (found without importing it), or None."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(list(spec.submodule_search_locations)[0])
+    for dist in ("tensorflow-cpu", "tensorflow", "tf-nightly", "tensorflow-intel"):
+        try:
+            return TfInstall(root, importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def plugin_dir(tf: TfInstall) -> Path:
+    """Where TF autoloads PluggableDevices at import: ``<site-packages>/tensorflow-plugins``,
+    or ``$UNIDEV_TF_PLUGIN_DIR`` (then point TF_PLUGGABLE_DEVICE_LIBRARY_PATH at it)."""
+    override = os.environ.get("UNIDEV_TF_PLUGIN_DIR")
+    return Path(override) if override else tf.root.parent / "tensorflow-plugins"
+
+
+def library_name(plugin: str) -> str:
+    return f"{PREFIX}{plugin}.so"
+
+
+def _compile(sources: list[Path], out: Path, flags: list[str], tf: TfInstall) -> None:
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O2", "-fPIC", "-shared",
+           "-fvisibility=hidden", *TF_FLAGS, f"-I{tf.include}", f"-I{include_dir()}",
+           f"-I{out.parent}", *flags, *map(str, sources), f"-L{tf.root}",
+           "-l:libtensorflow_framework.so.2", f"-Wl,-rpath,{tf.root}", "-o", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"building {out.name} failed:\n{' '.join(cmd)}\n{res.stderr[-4000:]}")
+
+
+def _cached(tf: TfInstall, name: str, sources: list[Path], extra: str, artifact: str,
+            make) -> Path:
+    digest = _cache.source_hash(sources + [Path(include_dir()) / "unidev" / "unidev.h"],
+                                extra=extra + " ".join(TF_FLAGS))
+    hit = _cache.lookup("tensorflow", tf.version, name, digest, artifact)
+    if hit is not None:
+        return hit
+    folder = _cache.build_dir("tensorflow", tf.version, name, digest)
+    make(folder / artifact)
+    return _cache.commit(folder, "tensorflow", tf.version, digest, artifact)
+
+
+def build_varops(tf: TfInstall) -> Path:
+    """The C++ variable-update op library (one per TF version, shared by every plugin)."""
+    sources = [CSRC / "varops.cc", CSRC / "bridge.h"]
+    return _cached(tf, "varops", sources, "", VAROPS_NAME,
+                   lambda out: _compile([CSRC / "varops.cc"], out, [], tf))
+
+
+def _plugin_key(tf: TfInstall, rec: discovery.PluginRecord, varops: Path):
+    spec = rec.spec
+    assert spec is not None
+    defines = {"UDTF_TYPE": spec.tf_type, "UDTF_PLUGIN_LIBRARY": os.path.realpath(spec.library),
+               "UDTF_VAROPS_LIBRARY": str(varops), "UDTF_TF_VERSION": tf.version}
+    sources = sorted(p for p in CSRC.iterdir() if p.name != "varops.cc")
+    return sources, defines, ops.generate()
+
+
+def build_plugin(tf: TfInstall, rec: discovery.PluginRecord, varops: Path,
+                 cached_only: bool = False) -> Path | None:
+    """The PluggableDevice library for one plugin (device type and library path compiled in);
+    with `cached_only`, the cached build or None."""
+    sources, defines, table = _plugin_key(tf, rec, varops)
+    flags = [f'-D{k}="{v}"' for k, v in defines.items()]
+
+    def make(out: Path) -> None:
+        if cached_only:
+            raise LookupError
+        (out.parent / "optable.inc").write_text(table)
+        _compile([CSRC / "device.cc", CSRC / "kernels.cc"], out, flags, tf)
+
+    try:
+        return _cached(tf, rec.name, sources, table + repr(sorted(defines.items())),
+                       library_name(rec.name), make)
+    except LookupError:
+        return None
+
+
+def _install(src: Path, dst: Path) -> None:
+    """Atomic copy, so a TF starting meanwhile never sees half a library."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=".unidev-", suffix=".tmp")
+    os.close(fd)
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, dst)
+
+
+def _install_keras_hook(tf: TfInstall, types: set[str]) -> list[str]:
+    """keras_hook.py as ``<site-packages>/_unidev_tf_keras.py`` plus the .pth importing it."""
+    site = tf.root.parent
+    module, pth = site / "_unidev_tf_keras.py", site / "unidev_tf_keras.pth"
+    if not types:
+        for f in (module, pth):
+            f.unlink(missing_ok=True)
+        return []
+    src = (Path(__file__).parent / "keras_hook.py").read_text().replace(
+        "TYPES: frozenset = frozenset()", f"TYPES: frozenset = frozenset({sorted(types)!r})")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "m.py").write_text(src)
+        (Path(tmp) / "p.pth").write_text("import _unidev_tf_keras\n")
+        _install(Path(tmp) / "m.py", module)
+        _install(Path(tmp) / "p.pth", pth)
+    return [f"tensorflow: Keras jit_compile='auto' hook -> {pth}"]
+
+
+def build(install: bool = True) -> list[str]:
+    """Build (or reuse from the cache) and install the TF libraries of every usable plugin.
+
+    A plugin is validated in Python first — it loads, its ABI matches and it has devices — so TF
+    never receives an adapter for a plugin that would fail. Libraries of plugins that are no
+    longer usable are removed from the plugin folder. Returns one message per action.
+    """
+    tf = tf_install()
+    if tf is None:
+        return ["tensorflow: not installed (pip install tensorflow-cpu==2.21.0); nothing built"]
+    if not tf.include.is_dir() or not tf.framework.exists():
+        return [f"tensorflow {tf.version}: no C headers or framework library under {tf.root}"]
+    target = plugin_dir(tf)
+    varops_dst = target / "unidev" / VAROPS_NAME
+    msgs: list[str] = []
+    try:
+        varops = build_varops(tf)
+        if install:
+            _install(varops, varops_dst)
+    except Exception as exc:  # the devices still work; variable updates fall back to TF's
+        msgs.append(f"tensorflow: variable-op library not built: {exc}")
+        varops = varops_dst
+    wanted, types = set(), set()
+    for rec in discovery.discover():
+        if not rec.usable or rec.spec is None:
+            msgs.append(f"tensorflow: skipped plugin {rec.name}: {rec.status} ({rec.error})")
+            continue
+        try:
+            lib = build_plugin(tf, rec, varops_dst if install else varops)
+        except Exception as exc:
+            msgs.append(f"tensorflow: plugin {rec.name} failed to build: {exc}")
+            continue
+        wanted.add(library_name(rec.name))
+        types.add(rec.spec.tf_type)
+        if install:
+            _install(lib, target / library_name(rec.name))
+            msgs.append(f"tensorflow: {rec.spec.tf_type} ({rec.name}) -> "
+                        f"{target / library_name(rec.name)}")
+        else:
+            msgs.append(f"tensorflow: {rec.spec.tf_type} ({rec.name}) built: {lib}")
+    if install:
+        msgs += _install_keras_hook(tf, types)
+    if install and target.is_dir():
+        for stale in target.glob(f"{PREFIX}*.so"):
+            if stale.name not in wanted:
+                stale.unlink()
+                msgs.append(f"tensorflow: removed {stale} (its plugin is gone or unusable)")
+    return msgs

@@ -1,0 +1,30 @@
+// bridge.h — what the PluggableDevice hands its C++ variable-op library (varops.cc).
+#pragma once
+
+#include <unidev/unidev.h>
+
+#include <cstddef>
+
+// An SP_Stream is a view of the device's one in-order unidev stream: TF's compute, copy and
+// device-to-device streams all run in order on it, so allocations, copies and kernels never race.
+struct SP_Stream_st {
+  UD_Stream stream;
+  int32_t device;
+};
+struct SP_Event_st {
+  UD_Event event;
+};
+
+// Kernels indexed by dtype: float32, float64, int32, int64.
+struct UdtfBridge {
+  size_t struct_size;
+  const char* device_type;
+  const UD_Api* api;
+  UD_KernelFn add[4];
+  UD_KernelFn sub[4];
+};
+
+// Exported by the variable-op library: registers its kernels for bridge->device_type.
+// Returns the number registered; writes a message into `error` on failure.
+typedef int (*UdtfRegisterVarOpsFn)(const UdtfBridge* bridge, char* error, size_t error_size);
+#define UDTF_VAROPS_ENTRY "udtf_register_variable_ops"

@@ -1,0 +1,990 @@
+// kernels.cc — TF_InitKernel: registers a TF kernel for every (TF op, dtype) of the generated
+// table (ops.py) whose unidev kernels the plugin has, and maps each call onto those kernels.
+// TF tensors become UD_Tensor descriptors whose handle is TF's device pointer; NHWC tensors
+// reach the NCHW ops as permuted-stride views, so layouts never cost a copy.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "tensorflow/c/kernels.h"
+#include "tensorflow/c/tf_tensor.h"
+#include "udtf.h"
+
+namespace {
+
+struct OpInfo {
+  const char* name;
+  int nattrs;
+  const UD_Attr* defaults;
+};
+struct TfOpInfo {
+  const char* tf;
+  int handler;
+  int ud;
+  uint32_t dtypes;
+  const char* type_attr;
+  const char* host[2];
+  int nneeds;
+  int needs[8];
+};
+
+#include "optable.inc"  // generated: UdOp, kOps, Handler, kTfOps
+
+constexpr int kMaxDims = 16;
+constexpr int kNumDTypes = 5;
+const TF_DataType kTfTypes[kNumDTypes] = {TF_FLOAT, TF_DOUBLE, TF_INT32, TF_INT64, TF_BOOL};
+const UD_DType kUdTypes[kNumDTypes] = {
+    {UD_DTYPE_FLOAT, 32, 1}, {UD_DTYPE_FLOAT, 64, 1}, {UD_DTYPE_INT, 32, 1},
+    {UD_DTYPE_INT, 64, 1}, {UD_DTYPE_BOOL, 8, 1}};
+const char* const kNames[kNumDTypes] = {"float32", "float64", "int32", "int64", "bool"};
+
+UD_KernelFn g_fn[OP_COUNT][kNumDTypes];  // looked up once in TF_InitKernel
+
+int dindex(TF_DataType t) {
+  for (int i = 0; i < kNumDTypes; i++)
+    if (kTfTypes[i] == t) return i;
+  return -1;
+}
+
+// A descriptor with its own shape/stride storage; get() fixes the pointers after copies.
+struct Desc {
+  UD_Tensor t{};
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+  const UD_Tensor& get() {
+    t.shape = shape;
+    t.strides = strides;
+    return t;
+  }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < t.ndim; i++) n *= shape[i];
+    return n;
+  }
+  // This tensor seen through a permutation of its dimensions (view[i] = dim perm[i]).
+  Desc permuted(const int* perm) const {
+    Desc d = *this;
+    for (int i = 0; i < t.ndim; i++) d.shape[i] = shape[perm[i]], d.strides[i] = strides[perm[i]];
+    return d;
+  }
+};
+
+const int kNhwcAsNchw[4] = {0, 3, 1, 2};  // NHWC tensor viewed as NCHW
+const int kHwioAsOihw[4] = {3, 2, 0, 1};  // TF filter [R,S,C,K] viewed as unidev [K,C,R,S]
+
+struct Attrs {
+  UD_Attr a[12];
+  int n;
+  explicit Attrs(int op) : n(kOps[op].nattrs) {
+    std::copy(kOps[op].defaults, kOps[op].defaults + n, a);
+  }
+  UD_Attr& at(const char* name) {
+    for (int i = 0; i < n; i++)
+      if (std::strcmp(a[i].name, name) == 0) return a[i];
+    std::fprintf(stderr, "unidev TF adapter: op has no attribute %s\n", name);
+    return a[0];
+  }
+  Attrs& i(const char* k, int64_t v) { at(k).value.i = v; return *this; }
+  Attrs& f(const char* k, double v) { at(k).value.f = v; return *this; }
+  Attrs& b(const char* k, bool v) { at(k).value.b = v; return *this; }
+  Attrs& s(const char* k, const char* v) { at(k).value.s = v; return *this; }
+  Attrs& ints(const char* k, const int64_t* v, int64_t len) {
+    at(k).value.ints.data = v;
+    at(k).value.ints.len = len;
+    return *this;
+  }
+};
+
+// What a kernel reads from its node once, at construction.
+struct Kern {
+  const TfOpInfo* op;
+  bool ta = false, tb = false, keep_dims = false, nchw = false;
+  std::string padding;
+  std::vector<int64_t> ksize, strides, dilations, explicit_pads;
+  TF_DataType dst = TF_FLOAT;
+};
+
+// One kernel invocation: owns the TF tensors it fetched and the status.
+struct Call {
+  TF_OpKernelContext* ctx;
+  const Kern* k;
+  TF_Status* st;  // one per thread, reused: the per-call path allocates as little as it can
+  SP_Stream sp = nullptr;
+  std::vector<TF_Tensor*> owned;
+
+  Call(TF_OpKernelContext* c, const Kern* kern) : ctx(c), k(kern) {
+    static thread_local TF_Status* status = TF_NewStatus();
+    st = status;
+    TF_SetStatus(st, TF_OK, "");
+    owned.reserve(8);
+    sp = TF_GetStream(ctx, st);
+  }
+  ~Call() {
+    if (TF_GetCode(st) != TF_OK) TF_OpKernelContext_Failure(ctx, st);
+    for (TF_Tensor* t : owned) TF_DeleteTensor(t);
+  }
+  bool ok() const { return TF_GetCode(st) == TF_OK; }
+  bool fail(TF_Code code, const std::string& msg) {
+    std::string m = std::string(k->op->tf) + " on " UDTF_TYPE ": " + msg;
+    TF_SetStatus(st, code, m.c_str());
+    return false;
+  }
+  TF_Tensor* keep(TF_Tensor* t) {
+    if (t) owned.push_back(t);
+    return t;
+  }
+  TF_Tensor* input(int i) {
+    TF_Tensor* t = nullptr;
+    TF_GetInput(ctx, i, &t, st);
+    if (ok() && TF_NumDims(keep(t)) > kMaxDims) fail(TF_INVALID_ARGUMENT, "rank above 16");
+    return ok() ? t : nullptr;
+  }
+  TF_Tensor* output(int i, TF_DataType dt, const std::vector<int64_t>& dims) {
+    size_t bytes = TF_DataTypeSize(dt);
+    for (int64_t d : dims) bytes *= size_t(d);
+    return keep(TF_AllocateOutput(ctx, i, dt, dims.data(), int(dims.size()), bytes, st));
+  }
+  TF_Tensor* temp(TF_DataType dt, const std::vector<int64_t>& dims) {
+    TF_AllocatorAttributes attr{TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, 0};
+    return keep(TF_AllocateTemp(ctx, dt, dims.data(), int(dims.size()), &attr, st));
+  }
+  TF_DataType out_type() const { return TF_ExpectedOutputDataType(ctx, 0); }
+  // A device-memory descriptor of input `i`; declared host-memory inputs are staged over.
+  bool device_input(int i, Desc* d);
+  bool run(int op, std::initializer_list<const Desc*> ins, std::initializer_list<const Desc*> outs,
+           const Attrs& attrs);
+  bool run(int op, std::initializer_list<const Desc*> in, std::initializer_list<const Desc*> out) {
+    return run(op, in, out, Attrs(op));
+  }
+};
+
+std::vector<int64_t> dims_of(const TF_Tensor* t) {
+  std::vector<int64_t> d(TF_NumDims(t));
+  for (size_t i = 0; i < d.size(); i++) d[i] = TF_Dim(t, int(i));
+  return d;
+}
+
+std::vector<int64_t> dims_of(const Desc& d) { return {d.shape, d.shape + d.t.ndim}; }
+
+Desc contiguous(UD_Handle h, TF_DataType dt, const std::vector<int64_t>& dims, int32_t device) {
+  Desc d;
+  d.t.handle = h;
+  d.t.device = {UD_DLPACK_EXT_DEV, device};
+  d.t.ndim = int32_t(dims.size());
+  d.t.dtype = kUdTypes[std::max(dindex(dt), 0)];
+  int64_t s = 1;
+  for (int i = d.t.ndim - 1; i >= 0; i--) d.shape[i] = dims[i], d.strides[i] = s, s *= dims[i];
+  return d;
+}
+
+Desc desc(const Call& c, const TF_Tensor* t) {
+  return contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(t)), TF_TensorType(t), dims_of(t),
+                    c.sp->device);
+}
+
+Desc absent() {
+  Desc d;
+  d.t.ndim = -1;
+  return d;
+}
+
+// `d` broadcast (numpy rules, right-aligned) to `shape`: stride 0 on broadcast dimensions.
+Desc broadcast(const Desc& d, const std::vector<int64_t>& shape) {
+  Desc r = d;
+  int nd = int(shape.size()), off = nd - d.t.ndim;
+  r.t.ndim = nd;
+  for (int i = 0; i < nd; i++) {
+    int j = i - off;
+    r.shape[i] = shape[i];
+    r.strides[i] = (j < 0 || d.shape[j] != shape[i]) ? 0 : d.strides[j];
+  }
+  return r;
+}
+
+bool broadcast_shape(Call& c, std::initializer_list<const Desc*> ds, std::vector<int64_t>* out) {
+  size_t nd = 0;
+  for (const Desc* d : ds) nd = std::max(nd, size_t(d->t.ndim));
+  out->assign(nd, 1);
+  for (const Desc* d : ds)
+    for (int j = 0; j < d->t.ndim; j++) {
+      int64_t& o = (*out)[nd - d->t.ndim + j];
+      int64_t v = d->shape[j];
+      if (v == o || v == 1) continue;
+      if (o != 1) return c.fail(TF_INVALID_ARGUMENT, "incompatible shapes for broadcasting");
+      o = v;
+    }
+  return true;
+}
+
+bool Call::device_input(int i, Desc* d) {
+  TF_Tensor* t = input(i);
+  if (!t) return false;
+  bool host = false;
+  if (k->op->host[0]) {  // only declared arguments live in host memory
+    TF_Status* s = TF_NewStatus();
+    host = TF_IsHostMemoryInput(ctx, i, s);
+    TF_DeleteStatus(s);
+  }
+  if (!host) {
+    *d = desc(*this, t);
+    return true;
+  }
+  TF_Tensor* dev = temp(TF_TensorType(t), dims_of(t));
+  if (!dev) return false;
+  const UD_Api* api = udtf::plugin().api;
+  // The host tensor is released when this kernel returns, so wait for the copy.
+  if (TF_TensorByteSize(t) &&
+      (!udtf::check(api->memcpy_h2d(sp->stream, reinterpret_cast<UD_Handle>(TF_TensorData(dev)),
+                                    TF_TensorData(t), TF_TensorByteSize(t)), st, "memcpy_h2d") ||
+       !udtf::check(api->stream_synchronize(sp->stream), st, "memcpy_h2d")))
+    return false;
+  *d = desc(*this, dev);
+  return true;
+}
+
+bool Call::run(int op, std::initializer_list<const Desc*> ins,
+               std::initializer_list<const Desc*> outs, const Attrs& attrs) {
+  if (!ok()) return false;
+  const Desc* first = ins.size() ? *ins.begin() : *outs.begin();
+  int di = -1;
+  for (int i = 0; i < kNumDTypes; i++)
+    if (std::memcmp(&kUdTypes[i], &first->t.dtype, sizeof(UD_DType)) == 0) di = i;
+  UD_KernelFn fn = di >= 0 ? g_fn[op][di] : nullptr;
+  if (!fn)
+    return fail(TF_UNIMPLEMENTED, std::string("the plugin has no kernel ") + kOps[op].name + ":" +
+                                      (di >= 0 ? kNames[di] : "?"));
+  for (const Desc* o : outs)
+    if (o->numel() == 0) return true;  // nothing to compute
+  UD_Tensor ti[12], to[4];
+  int ni = 0, no = 0;
+  for (const Desc* d : ins) ti[ni++] = const_cast<Desc*>(d)->get();
+  for (const Desc* d : outs) to[no++] = const_cast<Desc*>(d)->get();
+  UD_KernelArgs args{sizeof(UD_KernelArgs), sp->device, sp->stream, ti, ni, to, no, attrs.a,
+                     attrs.n};
+  UD_Error* err = fn(&args);
+  return !err || udtf::check(err, st, std::string(k->op->tf) + " (unidev " + kOps[op].name + ")");
+}
+
+std::vector<int64_t> host_ints(const TF_Tensor* t) {
+  int64_t n = TF_TensorElementCount(t);
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; i++)
+    v[i] = TF_TensorType(t) == TF_INT64 ? static_cast<const int64_t*>(TF_TensorData(t))[i]
+                                        : static_cast<const int32_t*>(TF_TensorData(t))[i];
+  return v;
+}
+
+// ---- elementwise ------------------------------------------------------------------------------
+
+void h_unary(Call& c) {
+  TF_Tensor* x = c.input(0);
+  TF_Tensor* y = x ? c.output(0, c.out_type(), dims_of(x)) : nullptr;
+  if (!y) return;
+  Desc dx = desc(c, x), dy = desc(c, y);
+  c.run(c.k->op->ud, {&dx}, {&dy});
+}
+
+void h_forward(Call& c) {
+  if (TF_Tensor* x = c.input(0)) TF_SetOutput(c.ctx, 0, x, c.st);
+}
+
+void h_like(Call& c, double value) {
+  TF_Tensor* x = c.input(0);
+  TF_Tensor* y = x ? c.output(0, TF_TensorType(x), dims_of(x)) : nullptr;
+  if (!y) return;
+  Desc dy = desc(c, y);
+  if (value == 0) c.run(OP_zero, {}, {&dy});
+  else c.run(OP_fill, {}, {&dy}, Attrs(OP_fill).f("value", value));
+}
+
+// Inputs 0..n-1 broadcast together; the output allocated with the broadcast shape.
+bool broadcast_inputs(Call& c, int n, Desc* ds, Desc* out) {
+  std::vector<int64_t> shape;
+  for (int i = 0; i < n; i++)
+    if (!c.device_input(i, &ds[i])) return false;
+  if (!broadcast_shape(c, {&ds[0], &ds[n > 1 ? 1 : 0], &ds[n - 1]}, &shape)) return false;
+  for (int i = 0; i < n; i++) ds[i] = broadcast(ds[i], shape);
+  TF_Tensor* y = c.output(0, c.out_type(), shape);
+  if (y) *out = desc(c, y);
+  return y != nullptr;
+}
+
+void h_binary(Call& c, bool reversed) {
+  Desc in[2], out;
+  if (broadcast_inputs(c, 2, in, &out)) c.run(c.k->op->ud, {&in[reversed], &in[!reversed]}, {&out});
+}
+
+Desc temp_like(Call& c, const Desc& like, TF_DataType dt) {
+  TF_Tensor* t = c.temp(dt, dims_of(like));
+  return t ? desc(c, t) : absent();
+}
+
+// A device scalar holding `value`, broadcast to `like`'s shape.
+Desc constant(Call& c, double value, const Desc& like) {
+  TF_Tensor* t = c.temp(c.out_type(), {});
+  if (!t) return absent();
+  Desc d = desc(c, t);
+  c.run(OP_fill, {}, {&d}, Attrs(OP_fill).f("value", value));
+  return broadcast(d, dims_of(like));
+}
+
+void h_squared_difference(Call& c) {
+  Desc in[2], out;
+  if (!broadcast_inputs(c, 2, in, &out)) return;
+  Desc t = temp_like(c, out, c.out_type());
+  if (c.run(OP_sub, {&in[0], &in[1]}, {&t})) c.run(OP_square, {&t}, {&out});
+}
+
+void h_rsqrt_grad(Call& c) {  // dy * -0.5 * y^3
+  Desc in[2], out;
+  if (!broadcast_inputs(c, 2, in, &out)) return;
+  Desc a = temp_like(c, out, c.out_type()), b = temp_like(c, out, c.out_type());
+  Desc k = constant(c, -0.5, out);
+  c.run(OP_mul, {&in[0], &in[0]}, {&a}) && c.run(OP_mul, {&a, &in[0]}, {&b}) &&
+      c.run(OP_mul, {&b, &in[1]}, {&a}) && c.run(OP_mul, {&a, &k}, {&out});
+}
+
+void h_sqrt_grad(Call& c) {  // dy * 0.5 / y
+  Desc in[2], out;
+  if (!broadcast_inputs(c, 2, in, &out)) return;
+  Desc a = temp_like(c, out, c.out_type()), k = constant(c, 0.5, out);
+  c.run(OP_div, {&in[1], &in[0]}, {&a}) && c.run(OP_mul, {&a, &k}, {&out});
+}
+
+void h_div_no_nan(Call& c) {
+  Desc in[2], out;
+  if (!broadcast_inputs(c, 2, in, &out)) return;
+  Desc q = temp_like(c, out, c.out_type()), zero = constant(c, 0.0, out);
+  Desc m = temp_like(c, out, TF_BOOL);
+  c.run(OP_div, {&in[0], &in[1]}, {&q}) && c.run(OP_eq, {&in[1], &zero}, {&m}) &&
+      c.run(OP_where, {&zero, &q, &m}, {&out});
+}
+
+void h_select(Call& c) {
+  Desc in[3], out;
+  if (broadcast_inputs(c, 3, in, &out)) c.run(OP_where, {&in[1], &in[2], &in[0]}, {&out});
+}
+
+void h_add_n(Call& c) {
+  int n = TF_NumInputs(c.ctx);
+  Desc x0, x1;
+  if (!c.device_input(0, &x0)) return;
+  TF_Tensor* y = c.output(0, c.out_type(), dims_of(x0));
+  if (!y) return;
+  Desc out = desc(c, y);
+  if (n == 1) return void(c.run(OP_copy, {&x0}, {&out}));
+  // Partial sums alternate between two temporaries: kernels never write an input.
+  Desc acc[2] = {temp_like(c, out, c.out_type()),
+                 n > 2 ? temp_like(c, out, c.out_type()) : absent()};
+  const Desc* sum = &x0;
+  for (int i = 1; i < n && c.ok(); i++) {
+    if (!c.device_input(i, &x1)) return;
+    Desc* dst = i == n - 1 ? &out : &acc[i % 2];
+    c.run(OP_add, {sum, &x1}, {dst});
+    sum = dst;
+  }
+}
+
+void h_cast(Call& c) {
+  Desc x;
+  TF_Tensor* y = c.device_input(0, &x) ? c.output(0, c.k->dst, dims_of(x)) : nullptr;
+  if (!y) return;
+  Desc dy = desc(c, y);
+  c.run(OP_cast, {&x}, {&dy}, Attrs(OP_cast).s("dtype", kNames[dindex(c.k->dst)]));
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+bool axes_of(Call& c, const Desc& x, const TF_Tensor* t, std::vector<int64_t>* axes) {
+  int nd = x.t.ndim;
+  for (int64_t a : host_ints(t)) {
+    if (a < -nd || a >= std::max(nd, 1))
+      return c.fail(TF_INVALID_ARGUMENT, "axis " + std::to_string(a) + " out of range for rank " +
+                                             std::to_string(nd));
+    if (nd) axes->push_back((a + nd) % nd);
+  }
+  std::sort(axes->begin(), axes->end());
+  axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+  return true;
+}
+
+// Reduce `x` over sorted `axes` into a new output 0 (keep_dims shapes it).
+void reduce_into_output(Call& c, int op, const Desc& x, const std::vector<int64_t>& axes,
+                        bool keep) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < x.t.ndim; i++) {
+    bool r = std::binary_search(axes.begin(), axes.end(), i);
+    if (!r || keep) dims.push_back(r ? 1 : x.shape[i]);
+  }
+  TF_Tensor* y = c.output(0, c.out_type(), dims);
+  if (!y) return;
+  Desc dy = desc(c, y);
+  // TF: no axes means no reduction; unidev: empty axes means all
+  if (axes.empty()) return void(c.run(OP_copy, {&x}, {&dy}));
+  c.run(op, {&x}, {&dy},
+        Attrs(op).ints("axes", axes.data(), int64_t(axes.size())).b("keepdims", keep));
+}
+
+void h_reduce(Call& c, bool single) {
+  TF_Tensor* x = c.input(0);
+  TF_Tensor* ax = x ? c.input(1) : nullptr;
+  if (!ax) return;
+  Desc dx = desc(c, x);
+  std::vector<int64_t> axes;
+  if (!axes_of(c, dx, ax, &axes)) return;
+  if (single && axes.size() != 1) return void(c.fail(TF_INVALID_ARGUMENT, "expected one axis"));
+  reduce_into_output(c, c.k->op->ud, dx, axes, c.k->keep_dims);
+}
+
+int channel_axis(const Kern* k, int nd) { return k->nchw ? 1 : nd - 1; }
+
+void h_bias_add(Call& c) {
+  Desc x, bias;
+  if (!c.device_input(0, &x) || !c.device_input(1, &bias)) return;
+  int ch = channel_axis(c.k, x.t.ndim);
+  if (x.t.ndim < 2 || bias.t.ndim != 1 || bias.shape[0] != x.shape[ch])
+    return void(c.fail(TF_INVALID_ARGUMENT, "bias must be 1-D and match value's channels"));
+  Desc b = broadcast(bias, dims_of(x));
+  for (int i = 0; i < x.t.ndim; i++) b.strides[i] = i == ch ? 1 : 0;
+  TF_Tensor* y = c.output(0, c.out_type(), dims_of(x));
+  if (!y) return;
+  Desc dy = desc(c, y);
+  c.run(OP_add, {&x, &b}, {&dy});
+}
+
+void h_bias_add_grad(Call& c) {
+  Desc g;
+  if (!c.device_input(0, &g)) return;
+  std::vector<int64_t> axes;
+  for (int i = 0; i < g.t.ndim; i++)
+    if (i != channel_axis(c.k, g.t.ndim)) axes.push_back(i);
+  reduce_into_output(c, OP_sum, g, axes, false);
+}
+
+// ---- matrix products --------------------------------------------------------------------------
+
+void h_matmul(Call& c) {
+  Desc a, b;
+  if (!c.device_input(0, &a) || !c.device_input(1, &b)) return;
+  if (a.t.ndim < 2 || b.t.ndim < 2)
+    return void(c.fail(TF_INVALID_ARGUMENT, "inputs must be at least 2-D"));
+  for (auto [d, t] : {std::pair<Desc*, bool>{&a, c.k->ta}, {&b, c.k->tb}})
+    if (t) {
+      std::swap(d->shape[d->t.ndim - 1], d->shape[d->t.ndim - 2]);
+      std::swap(d->strides[d->t.ndim - 1], d->strides[d->t.ndim - 2]);
+    }
+  int64_t m = a.shape[a.t.ndim - 2], k = a.shape[a.t.ndim - 1], n = b.shape[b.t.ndim - 1];
+  if (b.shape[b.t.ndim - 2] != k)
+    return void(c.fail(TF_INVALID_ARGUMENT, "matrix size-incompatible: inner dimensions " +
+                                                std::to_string(k) + " and " +
+                                                std::to_string(b.shape[b.t.ndim - 2])));
+  Desc ba = a, bb = b;  // batch dims only, for broadcasting
+  ba.t.ndim -= 2;
+  bb.t.ndim -= 2;
+  std::vector<int64_t> dims;
+  if (!broadcast_shape(c, {&ba, &bb}, &dims)) return;
+  Desc va = broadcast(ba, dims), vb = broadcast(bb, dims);
+  int nd = va.t.ndim = vb.t.ndim = int32_t(dims.size()) + 2;
+  va.shape[nd - 2] = m, va.shape[nd - 1] = k, vb.shape[nd - 2] = k, vb.shape[nd - 1] = n;
+  va.strides[nd - 2] = a.strides[a.t.ndim - 2], va.strides[nd - 1] = a.strides[a.t.ndim - 1];
+  vb.strides[nd - 2] = b.strides[b.t.ndim - 2], vb.strides[nd - 1] = b.strides[b.t.ndim - 1];
+  dims.push_back(m);
+  dims.push_back(n);
+  TF_Tensor* y = c.output(0, c.out_type(), dims);
+  if (!y) return;
+  Desc dy = desc(c, y);
+  if (k == 0) c.run(OP_zero, {}, {&dy});
+  else c.run(OP_matmul, {&va, &vb}, {&dy});
+}
+
+// ---- shape ops as strided copies --------------------------------------------------------------
+
+void copy_to_new_output(Call& c, const Desc& view) {
+  if (view.t.ndim > kMaxDims) return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
+  TF_Tensor* y = c.output(0, c.out_type(), dims_of(view));
+  if (!y) return;
+  Desc dy = desc(c, y);
+  c.run(OP_copy, {&view}, {&dy});
+}
+
+void h_broadcast_to(Call& c) {
+  Desc x;
+  TF_Tensor* s = c.device_input(0, &x) ? c.input(1) : nullptr;
+  if (!s) return;
+  std::vector<int64_t> shape = host_ints(s), check;
+  if (shape.size() > kMaxDims) return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
+  Desc target = contiguous(0, TF_FLOAT, shape, 0);
+  if (!broadcast_shape(c, {&x, &target}, &check)) return;
+  if (check != shape)
+    return void(c.fail(TF_INVALID_ARGUMENT, "input is not broadcastable to the requested shape"));
+  copy_to_new_output(c, broadcast(x, shape));
+}
+
+void h_fill(Call& c) {
+  TF_Tensor* s = c.input(0);
+  Desc v;
+  if (!s || !c.device_input(1, &v)) return;
+  if (TF_TensorElementCount(s) > kMaxDims)
+    return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
+  copy_to_new_output(c, broadcast(v, host_ints(s)));
+}
+
+void h_tile(Call& c) {
+  Desc x;
+  TF_Tensor* mt = c.device_input(0, &x) ? c.input(1) : nullptr;
+  if (!mt) return;
+  std::vector<int64_t> m = host_ints(mt), dims;
+  if (int(m.size()) != x.t.ndim || 2 * x.t.ndim > kMaxDims)
+    return void(c.fail(TF_INVALID_ARGUMENT, "multiples needs one entry per dimension (rank <= 8)"));
+  // Output viewed as [m0, d0, m1, d1, ...]: the input repeats with stride 0 over each m_i.
+  Desc src = x;
+  src.t.ndim = 2 * x.t.ndim;
+  for (int i = 0; i < x.t.ndim; i++) {
+    src.shape[2 * i] = m[i], src.strides[2 * i] = 0;
+    src.shape[2 * i + 1] = x.shape[i], src.strides[2 * i + 1] = x.strides[i];
+    dims.push_back(m[i] * x.shape[i]);
+  }
+  TF_Tensor* y = c.output(0, c.out_type(), dims);
+  if (!y) return;
+  Desc dst = contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(y)), c.out_type(),
+                        dims_of(src), c.sp->device);
+  c.run(OP_copy, {&src}, {&dst});
+}
+
+void h_transpose(Call& c) {
+  Desc x;
+  TF_Tensor* pt = c.device_input(0, &x) ? c.input(1) : nullptr;
+  if (!pt) return;
+  std::vector<int64_t> p = host_ints(pt);
+  std::vector<int> perm(p.begin(), p.end()), seen(x.t.ndim, 0);
+  bool valid = int(p.size()) == x.t.ndim;
+  for (int v : perm) valid = valid && v >= 0 && v < x.t.ndim && !seen[v]++;
+  if (!valid) return void(c.fail(TF_INVALID_ARGUMENT, "perm is not a permutation of the dims"));
+  copy_to_new_output(c, x.permuted(perm.data()));
+}
+
+// ---- losses -----------------------------------------------------------------------------------
+
+void h_sparse_xent(Call& c) {
+  Desc x, labels;
+  if (!c.device_input(0, &x) || !c.device_input(1, &labels)) return;
+  if (x.t.ndim != 2 || labels.t.ndim != 1 || labels.shape[0] != x.shape[0])
+    return void(c.fail(TF_INVALID_ARGUMENT, "logits must be [batch, classes], labels [batch]"));
+  // Labels are host memory (see ops.py): checked here, a bad label fails this op, not a later
+  // synchronization.
+  for (int64_t v : host_ints(c.input(1)))
+    if (v < 0 || v >= x.shape[1])
+      return void(c.fail(TF_INVALID_ARGUMENT, "Received a label value of " + std::to_string(v) +
+                                                  " which is outside the valid range of [0, " +
+                                                  std::to_string(x.shape[1]) + ")"));
+  TF_DataType dt = c.out_type();
+  TF_Tensor* loss = c.output(0, dt, {x.shape[0]});
+  TF_Tensor* back = loss ? c.output(1, dt, {x.shape[0], x.shape[1]}) : nullptr;
+  if (!back) return;
+  Desc dl = desc(c, loss), db = desc(c, back);
+  Desc logp = temp_like(c, x, dt), p = temp_like(c, x, dt), onehot = temp_like(c, x, dt);
+  Desc ones = temp_like(c, dl, dt), total = absent(), none = absent();
+  if (TF_Tensor* t = c.temp(dt, {})) total = desc(c, t);
+  const int64_t no_ignore = INT64_MIN;  // TF has no ignored label: every label must be valid
+  Attrs nll = Attrs(OP_nll_loss).s("reduction", "none").i("ignore_index", no_ignore);
+  Attrs nllb = Attrs(OP_nll_loss_backward).s("reduction", "none").i("ignore_index", no_ignore);
+  // loss = -log_softmax(x)[label]; backprop = softmax(x) - onehot(label)
+  c.run(OP_log_softmax, {&x}, {&logp}) &&
+      c.run(OP_nll_loss, {&logp, &labels, &none}, {&dl, &total}, nll) &&
+      c.run(OP_fill, {}, {&ones}, Attrs(OP_fill).f("value", 1.0)) &&
+      c.run(OP_nll_loss_backward, {&ones, &logp, &labels, &none, &total}, {&onehot}, nllb) &&
+      c.run(OP_exp, {&logp}, {&p}) && c.run(OP_add, {&p, &onehot}, {&db});
+}
+
+// ---- convolution and pooling (NHWC handled as permuted NCHW views) ----------------------------
+
+struct Window {
+  int64_t before[2], after[2], stride[2], dilation[2], out[2];
+};
+
+// TF's padding rules for the spatial dims of an NCHW-ordered shape.
+bool window(Call& c, const int64_t* in, const int64_t* kernel, Window* w) {
+  const Kern* k = c.k;
+  int h = k->nchw ? 2 : 1;
+  for (int i = 0; i < 2; i++) {
+    w->stride[i] = k->strides.size() == 4 ? k->strides[h + i] : 1;
+    w->dilation[i] = k->dilations.size() == 4 ? k->dilations[h + i] : 1;
+    int64_t ext = (kernel[i] - 1) * w->dilation[i] + 1, size = in[2 + i];
+    if (w->stride[i] < 1) return c.fail(TF_INVALID_ARGUMENT, "strides must be positive");
+    w->before[i] = w->after[i] = 0;
+    if (k->padding == "SAME") {
+      int64_t out = (size + w->stride[i] - 1) / w->stride[i];
+      int64_t total = std::max<int64_t>((out - 1) * w->stride[i] + ext - size, 0);
+      w->before[i] = total / 2, w->after[i] = total - total / 2;
+    } else if (k->padding == "EXPLICIT" && k->explicit_pads.size() == 8) {
+      w->before[i] = k->explicit_pads[2 * (h + i)], w->after[i] = k->explicit_pads[2 * (h + i) + 1];
+    }
+    if (size + w->before[i] + w->after[i] < ext)
+      return c.fail(TF_INVALID_ARGUMENT, "window larger than the padded input");
+    w->out[i] = (size + w->before[i] + w->after[i] - ext) / w->stride[i] + 1;
+  }
+  return true;
+}
+
+bool symmetric(const Window& w) { return w.before[0] == w.after[0] && w.before[1] == w.after[1]; }
+
+// A tensor of this kernel's data layout as an NCHW view.
+Desc nchw(const Kern* k, const Desc& d) { return k->nchw ? d : d.permuted(kNhwcAsNchw); }
+std::vector<int64_t> layout_dims(const Kern* k, int64_t n, int64_t ch, int64_t h, int64_t w) {
+  return k->nchw ? std::vector<int64_t>{n, ch, h, w} : std::vector<int64_t>{n, h, w, ch};
+}
+
+// x zero-padded (asymmetrically) into a contiguous NCHW temporary.
+Desc padded(Call& c, const Desc& x, const Window& w) {
+  TF_Tensor* t = c.temp(c.out_type(), {x.shape[0], x.shape[1],
+                                       x.shape[2] + w.before[0] + w.after[0],
+                                       x.shape[3] + w.before[1] + w.after[1]});
+  if (!t) return absent();
+  Desc out = desc(c, t);
+  int64_t pads[8] = {0, 0, 0, 0, w.before[0], w.after[0], w.before[1], w.after[1]};
+  c.run(OP_pad_constant, {&x}, {&out}, Attrs(OP_pad_constant).ints("pads", pads, 8));
+  return out;
+}
+
+// Convolution attributes; `pad` null means the input comes pre-padded.
+Attrs conv_attrs(int op, Window& w, const int64_t* pad, int64_t groups) {
+  static const int64_t zero[2] = {0, 0};
+  return Attrs(op).ints("stride", w.stride, 2).ints("padding", pad ? pad : zero, 2)
+      .ints("dilation", w.dilation, 2).i("groups", groups);
+}
+
+void h_conv2d(Call& c) {
+  Desc xin, fin;
+  if (!c.device_input(0, &xin) || !c.device_input(1, &fin)) return;
+  if (xin.t.ndim != 4 || fin.t.ndim != 4)
+    return void(c.fail(TF_INVALID_ARGUMENT, "input and filter must be 4-D"));
+  Desc x = nchw(c.k, xin), f = fin.permuted(kHwioAsOihw), none = absent();
+  Window w;
+  int64_t ks[2] = {f.shape[2], f.shape[3]};
+  if (f.shape[1] == 0 || x.shape[1] % f.shape[1])
+    return void(c.fail(TF_INVALID_ARGUMENT, "input depth must be a multiple of filter depth"));
+  if (!window(c, x.shape, ks, &w)) return;
+  TF_Tensor* y = c.output(0, c.out_type(), layout_dims(c.k, x.shape[0], f.shape[0], w.out[0],
+                                                      w.out[1]));
+  if (!y) return;
+  Desc dy = nchw(c.k, desc(c, y)), src = symmetric(w) ? x : padded(c, x, w);
+  c.run(OP_conv2d, {&src, &f, &none}, {&dy},
+        conv_attrs(OP_conv2d, w, symmetric(w) ? w.before : nullptr, x.shape[1] / f.shape[1]));
+}
+
+void h_conv2d_bi(Call& c) {
+  TF_Tensor* sizes = c.input(0);
+  Desc fin, gin;
+  if (!sizes || !c.device_input(1, &fin) || !c.device_input(2, &gin)) return;
+  std::vector<int64_t> xdims = host_ints(sizes);
+  if (xdims.size() != 4 || fin.t.ndim != 4 || gin.t.ndim != 4)
+    return void(c.fail(TF_INVALID_ARGUMENT, "input_sizes, filter and out_backprop must be 4-D"));
+  TF_Tensor* gx = c.output(0, c.out_type(), xdims);
+  if (!gx) return;
+  Desc dx = nchw(c.k, desc(c, gx)), f = fin.permuted(kHwioAsOihw), g = nchw(c.k, gin);
+  Window w;
+  int64_t ks[2] = {f.shape[2], f.shape[3]};
+  if (!window(c, dx.shape, ks, &w)) return;
+  int64_t groups = f.shape[1] ? dx.shape[1] / f.shape[1] : 1;
+  int64_t shape[4] = {dx.shape[0], dx.shape[1], dx.shape[2], dx.shape[3]};
+  if (symmetric(w))
+    return void(c.run(OP_conv2d_backward_input, {&g, &f}, {&dx},
+                      conv_attrs(OP_conv2d_backward_input, w, w.before, groups)
+                          .ints("input_shape", shape, 4)));
+  // Asymmetric padding: the gradient of the padded input, then its interior.
+  shape[2] += w.before[0] + w.after[0];
+  shape[3] += w.before[1] + w.after[1];
+  TF_Tensor* t = c.temp(c.out_type(), std::vector<int64_t>(shape, shape + 4));
+  if (!t) return;
+  Desc gp = desc(c, t), inner = gp;
+  if (!c.run(OP_conv2d_backward_input, {&g, &f}, {&gp},
+             conv_attrs(OP_conv2d_backward_input, w, nullptr, groups)
+                 .ints("input_shape", shape, 4)))
+    return;
+  for (int i = 0; i < 4; i++) inner.shape[i] = dx.shape[i];
+  inner.t.byte_offset = uint64_t(w.before[0] * gp.strides[2] + w.before[1] * gp.strides[3]) *
+                        TF_DataTypeSize(c.out_type());
+  c.run(OP_copy, {&inner}, {&dx});
+}
+
+void h_conv2d_bf(Call& c) {
+  Desc xin, gin;
+  TF_Tensor* sizes = c.device_input(0, &xin) ? c.input(1) : nullptr;
+  if (!sizes || !c.device_input(2, &gin)) return;
+  std::vector<int64_t> fdims = host_ints(sizes);
+  if (fdims.size() != 4 || xin.t.ndim != 4 || gin.t.ndim != 4)
+    return void(c.fail(TF_INVALID_ARGUMENT, "input, filter_sizes and out_backprop must be 4-D"));
+  TF_Tensor* gf = c.output(0, c.out_type(), fdims);
+  if (!gf) return;
+  Desc df = desc(c, gf).permuted(kHwioAsOihw), x = nchw(c.k, xin), g = nchw(c.k, gin);
+  Window w;
+  int64_t ks[2] = {df.shape[2], df.shape[3]};
+  if (!window(c, x.shape, ks, &w)) return;
+  int64_t groups = df.shape[1] ? x.shape[1] / df.shape[1] : 1;
+  int64_t wshape[4] = {df.shape[0], df.shape[1], df.shape[2], df.shape[3]};
+  Desc src = symmetric(w) ? x : padded(c, x, w);
+  c.run(OP_conv2d_backward_weight, {&g, &src}, {&df},
+        conv_attrs(OP_conv2d_backward_weight, w, symmetric(w) ? w.before : nullptr, groups)
+            .ints("weight_shape", wshape, 4));
+}
+
+// Pool attributes; asymmetric SAME padding becomes padding=before with ceil_mode when that
+// gives TF's output size (padded cells never count: max pads -inf, avg excludes padding).
+bool pool_attrs(Call& c, int op, const Desc& x, Window* w, Attrs* a, int64_t* buf) {
+  int h = c.k->nchw ? 2 : 1;
+  if (c.k->ksize.size() != 4) return c.fail(TF_INVALID_ARGUMENT, "ksize must have 4 entries");
+  int64_t ks[2] = {c.k->ksize[h], c.k->ksize[h + 1]};
+  if (!window(c, x.shape, ks, w)) return false;
+  bool ceil = !symmetric(*w);
+  for (int i = 0; i < 2; i++) {
+    int64_t in = x.shape[2 + i], p = w->before[i], s = w->stride[i];
+    int64_t out = ceil ? (in + 2 * p - ks[i] + s - 1) / s + 1 : (in + 2 * p - ks[i]) / s + 1;
+    if (ceil && (out - 1) * s >= in + p) out--;
+    if (out != w->out[i]) return c.fail(TF_UNIMPLEMENTED, "this asymmetric SAME padding");
+  }
+  buf[0] = ks[0], buf[1] = ks[1], buf[2] = w->stride[0], buf[3] = w->stride[1];
+  buf[4] = w->before[0], buf[5] = w->before[1];
+  a->ints("kernel_size", buf, 2).ints("stride", buf + 2, 2).ints("padding", buf + 4, 2)
+      .b("ceil_mode", ceil);
+  if (op == OP_avg_pool2d || op == OP_avg_pool2d_backward) a->b("count_include_pad", false);
+  return true;
+}
+
+void h_pool(Call& c) {
+  Desc xin;
+  if (!c.device_input(0, &xin)) return;
+  if (xin.t.ndim != 4) return void(c.fail(TF_INVALID_ARGUMENT, "input must be 4-D"));
+  Desc x = nchw(c.k, xin);
+  Window w;
+  Attrs a(c.k->op->ud);
+  int64_t buf[6];
+  if (!pool_attrs(c, c.k->op->ud, x, &w, &a, buf)) return;
+  TF_Tensor* y = c.output(0, c.out_type(), layout_dims(c.k, x.shape[0], x.shape[1], w.out[0],
+                                                      w.out[1]));
+  if (!y) return;
+  Desc dy = nchw(c.k, desc(c, y));
+  if (c.k->op->ud == OP_avg_pool2d) return void(c.run(OP_avg_pool2d, {&x}, {&dy}, a));
+  Desc idx = temp_like(c, dy, TF_INT64);
+  c.run(OP_max_pool2d, {&x}, {&dy, &idx}, a);
+}
+
+void h_max_pool_grad(Call& c) {
+  Desc xin, gin;
+  if (!c.device_input(0, &xin) || !c.device_input(2, &gin)) return;
+  if (xin.t.ndim != 4 || gin.t.ndim != 4)
+    return void(c.fail(TF_INVALID_ARGUMENT, "input and grad must be 4-D"));
+  Desc x = nchw(c.k, xin), g = nchw(c.k, gin);
+  Window w;
+  Attrs a(OP_max_pool2d);
+  int64_t buf[6];
+  if (!pool_attrs(c, OP_max_pool2d, x, &w, &a, buf)) return;
+  TF_Tensor* gx = c.output(0, c.out_type(), dims_of(xin));
+  if (!gx) return;
+  Desc dx = nchw(c.k, desc(c, gx));
+  // TF passes no argmax: recompute it with the forward kernel.
+  Desc y = temp_like(c, g, c.out_type()), idx = temp_like(c, g, TF_INT64);
+  Attrs b(OP_max_pool2d_backward);
+  std::copy(a.a, a.a + a.n, b.a);
+  c.run(OP_max_pool2d, {&x}, {&y, &idx}, a) &&
+      c.run(OP_max_pool2d_backward, {&g, &x, &idx}, {&dx}, b);
+}
+
+void h_avg_pool_grad(Call& c) {
+  TF_Tensor* shape = c.input(0);
+  Desc gin;
+  if (!shape || !c.device_input(1, &gin)) return;
+  std::vector<int64_t> xdims = host_ints(shape);
+  if (xdims.size() != 4 || gin.t.ndim != 4)
+    return void(c.fail(TF_INVALID_ARGUMENT, "orig_input_shape and grad must be 4-D"));
+  TF_Tensor* gx = c.output(0, c.out_type(), xdims);
+  if (!gx) return;
+  Desc dx = nchw(c.k, desc(c, gx)), g = nchw(c.k, gin);
+  // The op set's backward takes x only for its shape: a stride-0 view of grad stands in for it.
+  Desc x = dx;
+  x.t.handle = g.t.handle;
+  x.t.byte_offset = g.t.byte_offset;
+  for (int i = 0; i < 4; i++) x.strides[i] = 0;
+  Window w;
+  Attrs a(OP_avg_pool2d_backward);
+  int64_t buf[6];
+  if (pool_attrs(c, OP_avg_pool2d_backward, x, &w, &a, buf))
+    c.run(OP_avg_pool2d_backward, {&g, &x}, {&dx}, a);
+}
+
+// ---- registration -----------------------------------------------------------------------------
+
+std::vector<int64_t> list_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* st) {
+  if (!TF_OpKernelConstruction_HasAttr(ctx, name, st)) return {};
+  int32_t n = 0, total = 0;
+  TF_OpKernelConstruction_GetAttrSize(ctx, name, &n, &total, st);
+  std::vector<int64_t> v(std::max(n, 0));
+  if (n > 0) TF_OpKernelConstruction_GetAttrInt64List(ctx, name, v.data(), n, st);
+  return v;
+}
+
+bool bool_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* st) {
+  TF_Bool v = 0;
+  if (TF_OpKernelConstruction_HasAttr(ctx, name, st))
+    TF_OpKernelConstruction_GetAttrBool(ctx, name, &v, st);
+  return v;
+}
+
+std::string string_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* st) {
+  if (!TF_OpKernelConstruction_HasAttr(ctx, name, st)) return "";
+  char buf[64] = {};
+  TF_OpKernelConstruction_GetAttrString(ctx, name, buf, sizeof buf - 1, st);
+  return buf;
+}
+
+template <int I>
+void* create(TF_OpKernelConstruction* ctx) {
+  auto* k = new Kern{&kTfOps[I]};
+  TF_Status* st = TF_NewStatus();
+  k->ta = bool_attr(ctx, "transpose_a", st) || bool_attr(ctx, "adj_x", st);
+  k->tb = bool_attr(ctx, "transpose_b", st) || bool_attr(ctx, "adj_y", st);
+  k->keep_dims = bool_attr(ctx, "keep_dims", st);
+  k->nchw = string_attr(ctx, "data_format", st) == "NCHW";
+  k->padding = string_attr(ctx, "padding", st);
+  k->ksize = list_attr(ctx, "ksize", st);
+  k->strides = list_attr(ctx, "strides", st);
+  k->dilations = list_attr(ctx, "dilations", st);
+  k->explicit_pads = list_attr(ctx, "explicit_paddings", st);
+  if (TF_OpKernelConstruction_HasAttr(ctx, "DstT", st))
+    TF_OpKernelConstruction_GetAttrType(ctx, "DstT", &k->dst, st);
+  if (TF_GetCode(st) != TF_OK) TF_OpKernelConstruction_Failure(ctx, st);
+  TF_DeleteStatus(st);
+  return k;
+}
+
+void destroy(void* k) { delete static_cast<Kern*>(k); }
+
+void compute(void* kernel, TF_OpKernelContext* ctx) {
+  Call c(ctx, static_cast<Kern*>(kernel));
+  if (!c.ok() || !c.sp) return;
+  switch (c.k->op->handler) {
+    case H_unary: return h_unary(c);
+    case H_forward: return h_forward(c);
+    case H_zeros_like: return h_like(c, 0.0);
+    case H_ones_like: return h_like(c, 1.0);
+    case H_binary: return h_binary(c, false);
+    case H_binary_rev: return h_binary(c, true);
+    case H_squared_difference: return h_squared_difference(c);
+    case H_rsqrt_grad: return h_rsqrt_grad(c);
+    case H_sqrt_grad: return h_sqrt_grad(c);
+    case H_div_no_nan: return h_div_no_nan(c);
+    case H_select: return h_select(c);
+    case H_add_n: return h_add_n(c);
+    case H_cast: return h_cast(c);
+    case H_reduce: return h_reduce(c, false);
+    case H_argmax: return h_reduce(c, true);
+    case H_bias_add: return h_bias_add(c);
+    case H_bias_add_grad: return h_bias_add_grad(c);
+    case H_matmul: return h_matmul(c);
+    case H_broadcast_to: return h_broadcast_to(c);
+    case H_fill: return h_fill(c);
+    case H_tile: return h_tile(c);
+    case H_transpose: return h_transpose(c);
+    case H_sparse_xent: return h_sparse_xent(c);
+    case H_conv2d: return h_conv2d(c);
+    case H_conv2d_bi: return h_conv2d_bi(c);
+    case H_conv2d_bf: return h_conv2d_bf(c);
+    case H_pool: return h_pool(c);
+    case H_max_pool_grad: return h_max_pool_grad(c);
+    case H_avg_pool_grad: return h_avg_pool_grad(c);
+  }
+  c.fail(TF_INTERNAL, "no handler");
+}
+
+constexpr int kNumTfOps = sizeof(kTfOps) / sizeof(kTfOps[0]);
+using CreateFn = void* (*)(TF_OpKernelConstruction*);
+
+template <int... I>
+constexpr std::array<CreateFn, sizeof...(I)> creators(std::integer_sequence<int, I...>) {
+  return {create<I>...};
+}
+
+bool register_one(int i, int di, int dst, TF_Status* st) {
+  static const auto kCreate = creators(std::make_integer_sequence<int, kNumTfOps>{});
+  const TfOpInfo& op = kTfOps[i];
+  TF_KernelBuilder* b = TF_NewKernelBuilder(op.tf, UDTF_TYPE, kCreate[i], compute, destroy);
+  TF_KernelBuilder_TypeConstraint(b, op.type_attr, kTfTypes[di], st);
+  if (dst >= 0) TF_KernelBuilder_TypeConstraint(b, "DstT", kTfTypes[dst], st);
+  if (op.handler == H_argmax) TF_KernelBuilder_TypeConstraint(b, "output_type", TF_INT64, st);
+  for (const char* h : op.host)
+    if (h) TF_KernelBuilder_HostMemory(b, h);
+  if (TF_GetCode(st) != TF_OK) {
+    TF_DeleteKernelBuilder(b);
+    return false;
+  }
+  TF_RegisterKernelBuilder(op.tf, b, st);
+  return TF_GetCode(st) == TF_OK;
+}
+
+// The C++ variable-op library is tied to the TF version it was built with: load it only into
+// that version, else leave variable updates to TF (and say so).
+void register_variable_ops(const UD_Api* api) {
+  static UdtfBridge bridge{sizeof(UdtfBridge), UDTF_TYPE, api, {}, {}};
+  for (int d = 0; d < 4; d++) bridge.add[d] = g_fn[OP_add][d], bridge.sub[d] = g_fn[OP_sub][d];
+  auto version = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "TF_Version"));
+  std::string why;
+  if (version && std::strcmp(version(), UDTF_TF_VERSION) != 0) {
+    why = std::string("built for TensorFlow ") + UDTF_TF_VERSION + ", running " + version();
+  } else if (void* dl = dlopen(UDTF_VAROPS_LIBRARY, RTLD_NOW | RTLD_LOCAL)) {
+    auto reg = reinterpret_cast<UdtfRegisterVarOpsFn>(dlsym(dl, UDTF_VAROPS_ENTRY));
+    char err[256] = {};
+    if (reg && reg(&bridge, err, sizeof err) > 0) return;
+    why = reg ? err : "no " UDTF_VAROPS_ENTRY;
+  } else {
+    const char* e = dlerror();
+    why = e ? e : "cannot load " UDTF_VAROPS_LIBRARY;
+  }
+  std::fprintf(stderr, "unidev: %s variable updates (AssignAddVariableOp...) are unavailable: %s; "
+               "run `unidev build tensorflow`\n", UDTF_TYPE, why.c_str());
+}
+
+}  // namespace
+
+int udtf_registered_kernels = 0;
+
+extern "C" __attribute__((visibility("default"))) void TF_InitKernel() {
+  static bool done = false;  // TF may call it once as an op library and once as a device
+  const UD_Api* api = udtf::plugin().api;
+  if (!api || done) return;  // a rejected plugin has no devices and gets no kernels
+  done = true;
+  for (int op = 0; op < OP_COUNT; op++)
+    for (int d = 0; d < kNumDTypes; d++) {
+      UD_KernelFn fn = nullptr;
+      UD_Error* e = api->kernel_lookup(kOps[op].name, kUdTypes[d], &fn);
+      if (e) api->error_destroy(e);
+      g_fn[op][d] = e ? nullptr : fn;
+    }
+  TF_Status* st = TF_NewStatus();
+  for (int i = 0; i < kNumTfOps; i++) {
+    const TfOpInfo& op = kTfOps[i];
+    for (int d = 0; d < kNumDTypes; d++) {
+      if (!(op.dtypes & (1u << d))) continue;
+      bool have = true;
+      for (int n = 0; n < op.nneeds; n++) have = have && g_fn[op.needs[n]][d];
+      if (!have) continue;
+      // Cast to int32 stays with TF: int32 results feed shape arithmetic on the host.
+      for (int dst = op.handler == H_cast ? 0 : -1; dst < (op.handler == H_cast ? kNumDTypes : 0);
+           dst++) {
+        if (dst == 2) continue;
+        TF_SetStatus(st, TF_OK, "");
+        if (register_one(i, d, dst, st)) udtf_registered_kernels++;
+        else std::fprintf(stderr, "unidev: cannot register %s on %s: %s\n", op.tf, UDTF_TYPE,
+                          TF_Message(st));
+      }
+    }
+  }
+  TF_DeleteStatus(st);
+  register_variable_ops(api);
+}

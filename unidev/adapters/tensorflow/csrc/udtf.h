@@ -1,0 +1,42 @@
+// udtf.h — what the PluggableDevice's translation units share: the loaded plugin and its streams.
+#pragma once
+
+#include <unidev/unidev.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "tensorflow/c/experimental/stream_executor/stream_executor.h"
+#include "tensorflow/c/tf_status.h"
+
+#include "bridge.h"
+
+
+namespace udtf {
+
+struct Plugin {
+  const UD_Api* api = nullptr;
+  int32_t devices = 0;
+  std::string error;  // why the plugin is not used (devices == 0)
+  std::atomic<int64_t> in_use{0}, peak{0}, allocs{0}, largest{0};
+};
+
+Plugin& plugin();
+// True in a second copy of the same adapter loaded into one process (it then stays inert).
+bool duplicate();
+// The device's shared stream, created on first use; nullptr with `status` set on failure.
+UD_Stream device_stream(int32_t device, TF_Status* status);
+// Moves a plugin error into `status` ("<what>: <message>") and frees it; false if there was one.
+bool check(UD_Error* err, TF_Status* status, const std::string& what);
+TF_Code tf_code(UD_ErrorCode code);
+
+}  // namespace udtf
+
+// Compiled in by build.py: the TF device type and the plugin library this adapter serves.
+#ifndef UDTF_TYPE
+#error "UDTF_TYPE must be defined (the plugin's tf_type)"
+#endif
+#ifndef UDTF_PLUGIN_LIBRARY
+#error "UDTF_PLUGIN_LIBRARY must be defined (path of the plugin's native library)"
+#endif

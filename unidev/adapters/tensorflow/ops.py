@@ -1,0 +1,180 @@
+"""The one table from TensorFlow ops to unidev ops, and the C include generated from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core import opset
+
+__all__ = ["TfOp", "TF_OPS", "DTYPE_BITS", "generate", "check"]
+
+F = ("float32", "float64")
+F64 = F + ("int64",)
+NUM = F + ("int64",)
+ALL = NUM + ("bool",)
+# Shape and axis arguments are declared host memory and read on the host; labels too, so a bad
+# label fails its own op rather than a later synchronization.
+DTYPE_BITS = {"float32": 1, "float64": 2, "int32": 4, "int64": 8, "bool": 16}
+
+
+@dataclass(frozen=True)
+class TfOp:
+    """One TF op served on the device.
+
+    `handler` names the C++ routine in kernels.cc that maps it; `ud` is the unidev op it calls
+    (its attribute defaults come from the op set); `needs` lists every unidev op the handler
+    calls, so the TF kernel is registered only when the plugin has all of them.
+    """
+
+    tf: str
+    handler: str
+    ud: str
+    dtypes: tuple[str, ...] = F
+    needs: tuple[str, ...] = ()
+    type_attr: str = "T"
+    host: tuple[str, ...] = ()
+
+    @property
+    def all_needs(self) -> tuple[str, ...]:
+        return (self.ud,) + tuple(n for n in self.needs if n != self.ud)
+
+
+def _u(tf: str, ud: str, dtypes: tuple = F) -> TfOp:
+    return TfOp(tf, "unary", ud, dtypes)
+
+
+def _b(tf: str, ud: str, dtypes: tuple = F) -> TfOp:
+    return TfOp(tf, "binary", ud, dtypes)
+
+
+_RED = ("reduction_indices",)
+TF_OPS: tuple[TfOp, ...] = (
+    _u("Neg", "neg", NUM), _u("Abs", "abs", NUM), _u("Exp", "exp"), _u("Log", "log"),
+    _u("Sqrt", "sqrt"), _u("Rsqrt", "rsqrt"), _u("Reciprocal", "reciprocal"),
+    _u("Inv", "reciprocal"), _u("Sin", "sin"), _u("Cos", "cos"), _u("Tanh", "tanh"),
+    _u("Sigmoid", "sigmoid"), _u("Relu", "relu", NUM), _u("Square", "square", NUM),
+    _u("Sign", "sign", NUM), _u("Floor", "floor"), _u("Ceil", "ceil"), _u("Round", "round"),
+    _u("Erf", "erf"), _u("LogicalNot", "logical_not", ("bool",)),
+    _u("Softmax", "softmax"), _u("LogSoftmax", "log_softmax"),
+    TfOp("StopGradient", "forward", "copy", ALL), TfOp("Snapshot", "forward", "copy", ALL),
+    TfOp("ZerosLike", "zeros_like", "zero", ALL),
+    TfOp("OnesLike", "ones_like", "fill", ALL),
+    _b("AddV2", "add", NUM), _b("Add", "add", NUM), _b("Sub", "sub", NUM), _b("Mul", "mul", ALL),
+    _b("RealDiv", "div"), _b("Div", "div"), _b("Maximum", "maximum", NUM),
+    _b("Minimum", "minimum", NUM), _b("Pow", "pow"),
+    _b("Equal", "eq", ALL), _b("NotEqual", "ne", ALL), _b("Less", "lt", NUM),
+    _b("LessEqual", "le", NUM), _b("Greater", "gt", NUM), _b("GreaterEqual", "ge", NUM),
+    _b("LogicalAnd", "logical_and", ("bool",)), _b("LogicalOr", "logical_or", ("bool",)),
+    _b("ReluGrad", "threshold_backward", NUM),
+    TfOp("SigmoidGrad", "binary_rev", "sigmoid_backward"),
+    TfOp("TanhGrad", "binary_rev", "tanh_backward"),
+    TfOp("SquaredDifference", "squared_difference", "sub", NUM, ("square",)),
+    TfOp("RsqrtGrad", "rsqrt_grad", "mul", F, ("fill",)),
+    TfOp("SqrtGrad", "sqrt_grad", "div", F, ("fill", "mul")),
+    TfOp("DivNoNan", "div_no_nan", "div", F, ("fill", "eq", "where")),
+    TfOp("SelectV2", "select", "where", ALL),
+    TfOp("Select", "select", "where", ALL),
+    TfOp("AddN", "add_n", "add", NUM, ("copy",)),
+    TfOp("Cast", "cast", "cast", ALL + ("int32",), type_attr="SrcT"),
+    TfOp("Sum", "reduce", "sum", NUM, host=_RED),
+    TfOp("Mean", "reduce", "mean", F, host=_RED),
+    TfOp("Max", "reduce", "max", NUM, host=_RED),
+    TfOp("Min", "reduce", "min", NUM, host=_RED),
+    TfOp("Prod", "reduce", "prod", NUM, host=_RED),
+    TfOp("ArgMax", "argmax", "argmax", F, host=("dimension",)),
+    TfOp("ArgMin", "argmax", "argmin", F, host=("dimension",)),
+    TfOp("BiasAdd", "bias_add", "add", F),
+    TfOp("BiasAddGrad", "bias_add_grad", "sum", F),
+    TfOp("MatMul", "matmul", "matmul", F),
+    TfOp("BatchMatMulV2", "matmul", "matmul", F),
+    TfOp("BatchMatMulV3", "matmul", "matmul", F, type_attr="Ta"),
+    TfOp("BroadcastTo", "broadcast_to", "copy", ALL, host=("shape",)),
+    TfOp("Tile", "tile", "copy", ALL, host=("multiples",)),
+    TfOp("Fill", "fill", "copy", ALL, host=("dims",)),
+    TfOp("Transpose", "transpose", "copy", ALL, host=("perm",)),
+    TfOp("SparseSoftmaxCrossEntropyWithLogits", "sparse_xent", "log_softmax", F,
+         ("nll_loss", "nll_loss_backward", "exp", "add", "fill"), host=("labels",)),
+    TfOp("Conv2D", "conv2d", "conv2d", F, ("pad_constant",)),
+    TfOp("Conv2DBackpropInput", "conv2d_bi", "conv2d_backward_input", F, ("copy",),
+         host=("input_sizes",)),
+    TfOp("Conv2DBackpropFilter", "conv2d_bf", "conv2d_backward_weight", F, ("pad_constant",),
+         host=("filter_sizes",)),
+    TfOp("MaxPool", "pool", "max_pool2d", F),
+    TfOp("MaxPoolGrad", "max_pool_grad", "max_pool2d_backward", F, ("max_pool2d",)),
+    TfOp("AvgPool", "pool", "avg_pool2d", F),
+    TfOp("AvgPoolGrad", "avg_pool_grad", "avg_pool2d_backward", F,
+         host=("orig_input_shape",)),
+)
+
+HANDLERS = sorted({op.handler for op in TF_OPS})
+
+
+def check() -> list[str]:
+    """Problems of the table against the op set (empty when consistent)."""
+    problems = []
+    seen = set()
+    for op in TF_OPS:
+        if op.tf in seen:
+            problems.append(f"{op.tf}: listed twice")
+        seen.add(op.tf)
+        for name in op.all_needs:
+            if name not in opset.OPS:
+                problems.append(f"{op.tf}: unidev op {name!r} is not in the op set")
+        for dt in op.dtypes:
+            if dt not in DTYPE_BITS:
+                problems.append(f"{op.tf}: dtype {dt!r} unknown")
+    return problems
+
+
+def _c_attr(a: opset.Attr, ints_name: str) -> str:
+    kind = {"int": "UD_ATTR_INT", "float": "UD_ATTR_FLOAT", "bool": "UD_ATTR_BOOL",
+            "str": "UD_ATTR_STRING", "ints": "UD_ATTR_INTS"}[a.type]
+    if a.type == "int":
+        val = f".i = {int(a.default)}"
+    elif a.type == "float":
+        val = f".f = {float(a.default)!r}"
+    elif a.type == "bool":
+        val = f".b = {int(bool(a.default))}"
+    elif a.type == "str":
+        val = f'.s = "{a.default}"'
+    else:
+        val = f".ints = {{{ints_name}, {len(a.default)}}}"
+    return f'{{"{a.name}", {kind}, {{{val}}}}}'
+
+
+def generate() -> str:
+    """C++ include: unidev ops with attribute defaults, and the TF op table."""
+    problems = check()
+    if problems:
+        raise ValueError("TF op table is inconsistent with the op set: " + "; ".join(problems))
+    used = sorted({n for op in TF_OPS for n in op.all_needs})
+    assert all(len(opset.OPS[n].attrs) <= 12 for n in used), "kernels.cc holds 12 attributes"
+    lines = ["// Generated by unidev/adapters/tensorflow/ops.py from unidev/core/opset.py.",
+             "// Do not edit: change the tables and rebuild."]
+    lines.append("enum UdOp {" + ", ".join(f"OP_{n}" for n in used) + ", OP_COUNT};")
+    for n in used:
+        attrs = opset.OPS[n].attrs
+        for i, a in enumerate(attrs):
+            if a.type == "ints":
+                vals = ", ".join(str(int(v)) for v in a.default) or "0"
+                lines.append(f"static const int64_t k_{n}_{i}[] = {{{vals}}};")
+        body = ", ".join(_c_attr(a, f"k_{n}_{i}") for i, a in enumerate(attrs))
+        lines.append(f"static const UD_Attr k_{n}_attrs[] = {{{body or '{}'}}};")
+    lines.append("static const OpInfo kOps[OP_COUNT] = {")
+    for n in used:
+        lines.append(f'  {{"{n}", {len(opset.OPS[n].attrs)}, k_{n}_attrs}},')
+    lines.append("};")
+    lines.append("enum Handler {" + ", ".join(f"H_{h}" for h in HANDLERS) + "};")
+    lines.append("static const TfOpInfo kTfOps[] = {")
+    for op in TF_OPS:
+        mask = sum(DTYPE_BITS[d] for d in op.dtypes)
+        needs = ", ".join(f"OP_{n}" for n in op.all_needs)
+        host = ", ".join(f'"{h}"' for h in op.host)
+        lines.append(f'  {{"{op.tf}", H_{op.handler}, OP_{op.ud}, {mask}, "{op.type_attr}", '
+                     f"{{{host or 'nullptr'}}}, {len(op.all_needs)}, {{{needs}}}}},")
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(generate())
