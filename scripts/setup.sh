@@ -22,6 +22,9 @@ for plugin in $(cat plugins/BUNDLED); do
   "${PIP[@]}" install --no-build-isolation --no-deps "./plugins/$plugin"
 done
 
+step "framework adapters: build against the installed torch and TensorFlow, install for autoload"
+.venv/bin/unidev build all
+
 if [ "${UNIDEV_SKIP_DEMO:-0}" != 1 ]; then
   step "demo"
   .venv/bin/unidev demo

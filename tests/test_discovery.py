@@ -95,6 +95,10 @@ def test_spec_validation():
         PluginSpec(name="gpu", library="/x", torch_name="cuda")
     with pytest.raises(ValueError, match="name"):
         PluginSpec(name="Bad Name", library="/x")
+    with pytest.raises(ValueError, match=r"torch_name.*\[a-z_\]\+"):
+        PluginSpec(name="x86", library="/x", tf_type="XS")
+    with pytest.raises(ValueError, match="contains 'CPU'"):
+        PluginSpec(name="xcpu", library="/x")
 
 
 def test_unknown_plugin_names_installed(testdev):

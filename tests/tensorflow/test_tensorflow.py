@@ -61,10 +61,7 @@ def installed() -> dict[str, str]:
 
 
 def env_for(tf_type: str, log_level: str = "2") -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=log_level, VESIM_DEVICES="2")
-    if "CPU" in tf_type:  # TF's oneDNN rewrites claim device types containing "CPU"
-        env["TF_ENABLE_ONEDNN_OPTS"] = "0"
-    return env
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL=log_level, VESIM_DEVICES="2")
 
 
 def scenario(*args: str, env: dict, timeout: int = 600) -> dict:

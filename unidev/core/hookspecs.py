@@ -27,10 +27,10 @@ def unidev_plugin() -> PluginSpec:
 
     - ``name``: short lowercase name (``"aurora"``), unique among installed plugins; it is what
       ``unidev list``, ``unidev info NAME`` and ``unidev.ops`` device strings use.
-    - ``torch_name``: the PyTorch device name (``torch.device("aurora")``); must not clash with a
-      built-in torch device type. Defaults to ``name``.
-    - ``tf_type``: the TensorFlow device type (``/device:AURORA:0``), matching ``[A-Z][A-Z_]*``.
-      Defaults to ``name.upper()``.
+    - ``torch_name``: the PyTorch device name (``torch.device("aurora")``), matching ``[a-z_]+``
+      and not a built-in torch device type. Defaults to ``name``.
+    - ``tf_type``: the TensorFlow device type (``/device:AURORA:0``), matching ``[A-Z][A-Z_]*``
+      and not containing ``CPU`` (TF's oneDNN rewrites claim those). Defaults to ``name.upper()``.
     - ``library``: absolute path of the native library exporting ``unidev_get_api``
       (see ``unidev/include/unidev/unidev.h``).
     - ``priority``: PyTorch takes one device per process; the highest priority installed plugin

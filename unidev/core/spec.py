@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 __all__ = ["PluginSpec", "Conformance"]
 
 _TF_TYPE = re.compile(r"^[A-Z][A-Z_]*$")
+_TORCH_NAME = re.compile(r"^[a-z_]+$")  # torch's device-string parser takes nothing else
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # torch device types a PrivateUse1 backend must not shadow
 _TORCH_BUILTIN = {"cpu", "cuda", "mps", "xpu", "xla", "meta", "hip", "ve", "ipu", "mtia", "hpu",
@@ -51,9 +52,15 @@ class PluginSpec:
             object.__setattr__(self, "torch_name", self.name)
         if not self.tf_type:
             object.__setattr__(self, "tf_type", self.name.upper())
+        if not _TORCH_NAME.match(self.torch_name):
+            raise ValueError(f"PluginSpec.torch_name: {self.torch_name!r} must match [a-z_]+ "
+                             "(torch rejects device strings with digits or other characters)")
         if not _TF_TYPE.match(self.tf_type):
             raise ValueError(f"PluginSpec.tf_type: {self.tf_type!r} must match [A-Z][A-Z_]* "
                              "(TensorFlow aborts on anything else)")
+        if "CPU" in self.tf_type:
+            raise ValueError(f"PluginSpec.tf_type: {self.tf_type!r} contains 'CPU'; TensorFlow's "
+                             "oneDNN rewrites claim such device types and their ops then fail")
         if self.torch_name in _TORCH_BUILTIN:
             raise ValueError(f"PluginSpec.torch_name: {self.torch_name!r} is a built-in torch "
                              "device type; choose another")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for aurora_testutil
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -50,9 +51,3 @@ def vesim_test(tmp_path_factory) -> Path:
     return build / "vesim" / "vesim_test"
 
 
-def run_python(code: str, env: dict | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh interpreter (for VESIM_* settings and deliberate crashes)."""
-    full = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full,
-                          timeout=timeout, check=False)

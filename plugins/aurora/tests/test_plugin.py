@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import run_python
+from aurora_testutil import run_python
 
 import unidev
 from unidev.conformance import abi

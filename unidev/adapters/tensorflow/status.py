@@ -24,9 +24,6 @@ def summary() -> list[str]:
             continue
         count = "0" if rec.devices == 1 else f"0-{rec.devices - 1}"
         name = f"/device:{rec.spec.tf_type}:{count} ({rec.name})"
-        if "CPU" in rec.spec.tf_type:
-            lines.append(f"    {name}: inactive unless TF_ENABLE_ONEDNN_OPTS=0 (TF's oneDNN "
-                         "rewrites take every device type containing 'CPU')")
         installed = folder / build.library_name(rec.name)
         cached = build.build_plugin(tf, rec, varops, cached_only=True)
         if not installed.exists():

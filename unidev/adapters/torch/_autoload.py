@@ -1,18 +1,34 @@
-"""Entry point that torch runs at ``import torch`` (group torch.backends); it never raises."""
+"""Entry point ``torch.backends`` → ``autoload``: makes the device available at ``import torch``."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+
+_done = False
 
 
 def autoload() -> None:
-    """Register the unidev device with torch, or warn with the real cause and leave torch intact."""
+    """Bind PrivateUse1 to the best unidev plugin; never raises (torch must keep importing).
+
+    torch skips every ``torch.backends`` entry point when ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``.
+    On failure this warns once with the real cause and records it for ``unidev list``.
+    """
+    global _done
+    if _done:
+        return
+    _done = True
     try:
-        from . import backend
-    except ImportError:
-        return  # the adapter is not part of this installation
-    try:
-        backend.setup()
-    except Exception as exc:  # torch must keep importing whatever happens here
-        warnings.warn(f"unidev: the PyTorch adapter did not load: {type(exc).__name__}: {exc}",
+        from . import _backend
+
+        _backend.load()
+    except Exception as exc:  # anything at all: import torch must go on
+        msg = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(Exception):  # e.g. the cache folder is not writable
+            from . import _backend
+
+            _backend.record(ok=False, error=msg)
+            if isinstance(exc, _backend.NoDevice):
+                return  # nothing is wrong: no device to offer; `unidev list` says why
+        warnings.warn(f"unidev: the PyTorch device backend was not loaded: {msg}",
                       RuntimeWarning, stacklevel=2)

@@ -1,0 +1,58 @@
+"""The aten → unidev table agrees with the op set, torch's schemas and what C++ registered."""
+
+from __future__ import annotations
+
+import torch
+
+import unidev.torch as ut
+from unidev.adapters.torch import _optable, build
+from unidev.core import opset
+
+
+def _schema(aten: str):
+    base, _, overload = aten.partition(".")
+    return torch._C._get_schema(f"aten::{base}", overload)
+
+
+def test_every_unidev_op_is_in_the_op_set():
+    for aten, op, _ in _optable.TABLE:
+        assert op in opset.OPS, f"{aten} maps to unknown unidev op {op!r}"
+    assert set(_optable.INTERNAL) <= set(opset.OPS)
+
+
+def test_every_aten_overload_exists_in_torch():
+    for aten, _, _ in _optable.TABLE:
+        _schema(aten)
+    for aten, _ in _optable.FOREACH:
+        _schema(aten)
+
+
+def test_rows_are_unique_and_kinds_consistent():
+    names = [a for a, _, _ in _optable.TABLE]
+    assert len(names) == len(set(names))
+    arity = {}
+    for aten, _, kind in _optable.TABLE:  # one C++ template per kind: same argument count
+        n = len(_schema(aten).arguments)
+        assert arity.setdefault(kind, n) == n, f"{aten}: kind {kind} has {arity[kind]} args"
+
+
+def test_generated_header_follows_op_set_order():
+    header = build.generate_header()
+    for op in opset.OPS.values():
+        assert f"  OP_{op.name}," in header
+        for k, a in enumerate(op.attrs):
+            assert f"  A_{op.name}_{a.name} = {k}," in header
+
+
+def test_cpp_registered_exactly_the_table(dev):
+    registered = set(ut.registered_ops())
+    assert {a for a, _, _ in _optable.TABLE} <= registered
+    assert {a for a, _ in _optable.FOREACH} <= registered
+
+
+def test_build_cache_is_keyed_by_source_hash(dev, tmp_path, monkeypatch):
+    assert build.cached() is not None  # the library this process loaded
+    edited = tmp_path / "ops.cpp"
+    edited.write_text(build.SOURCES[1].read_text() + "\n// an edit\n")
+    monkeypatch.setattr(build, "SOURCES", [build.SOURCES[0], edited, *build.SOURCES[2:]])
+    assert build.cached() is None  # a changed source is never served from the cache

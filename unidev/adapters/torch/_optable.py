@@ -1,0 +1,133 @@
+"""The one table from aten operators to unidev ops; build.py turns it into C++ registrations.
+
+Each row is (aten overload, unidev op, kind). `kind` names the C++ kernel template in ops.cpp that
+serves every row of that shape (unary `.out`, binary `.out` with alpha, ...). A test checks every
+unidev op named here against unidev.core.opset, and every row against what the C++ registered.
+"""
+
+from __future__ import annotations
+
+_UNARY = ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+          "sigmoid", "erf", "floor", "ceil", "round", "sign")
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+TABLE: list[tuple[str, str, str]] = [
+    *[(f"{op}.out", op, "unary") for op in _UNARY],
+    ("logical_not.out", "logical_not", "unary"),
+    ("relu", "relu", "unary_fn"),
+    ("relu_", "relu", "unary_inplace"),
+    ("gelu.out", "gelu", "gelu"),
+    ("add.out", "add", "binary_alpha"),
+    # the hottest ops also get their functional and in-place forms, which skip torch's generic
+    # structured-kernel wrapper (shape inference through TensorIterator) on every call
+    ("add.Tensor", "add", "binary_alpha_fn"),
+    ("add_.Tensor", "add", "binary_alpha_inplace"),
+    ("sub.Tensor", "sub", "binary_alpha_fn"),
+    ("sub_.Tensor", "sub", "binary_alpha_inplace"),
+    ("mul.Tensor", "mul", "binary_fn"),
+    ("mul_.Tensor", "mul", "binary_inplace"),
+    ("div.Tensor", "div", "binary_fn"),
+    ("div_.Tensor", "div", "binary_inplace"),
+    ("sub.out", "sub", "binary_alpha"),
+    ("mul.out", "mul", "binary"),
+    ("div.out", "div", "binary"),
+    ("maximum.out", "maximum", "binary"),
+    ("minimum.out", "minimum", "binary"),
+    ("pow.Tensor_Tensor_out", "pow", "binary"),
+    ("pow.Tensor_Scalar_out", "pow", "binary_scalar"),
+    *[(f"{op}.Tensor_out", op, "binary") for op in _COMPARE],
+    *[(f"{op}.Scalar_out", op, "binary_scalar") for op in _COMPARE],
+    ("logical_and.out", "logical_and", "binary"),
+    ("logical_or.out", "logical_or", "binary"),
+    ("bitwise_and.Tensor_out", "logical_and", "binary_bool"),
+    ("bitwise_or.Tensor_out", "logical_or", "binary_bool"),
+    ("where.self", "where", "where_fn"),
+    ("addcmul.out", "addcmul", "ternary_value"),
+    ("addcdiv.out", "addcdiv", "ternary_value"),
+    ("lerp.Scalar_out", "lerp", "lerp"),
+    ("threshold_backward.grad_input", "threshold_backward", "threshold_backward"),
+    ("sigmoid_backward.grad_input", "sigmoid_backward", "binary"),
+    ("tanh_backward.grad_input", "tanh_backward", "binary"),
+    ("gelu_backward.grad_input", "gelu_backward", "gelu_backward"),
+    ("sum.IntList_out", "sum", "reduce_dtype"),
+    ("mean.out", "mean", "reduce_dtype"),
+    ("amax.out", "max", "reduce"),
+    ("amin.out", "min", "reduce"),
+    ("max", "max", "reduce_all"),
+    ("min", "min", "reduce_all"),
+    ("argmax.out", "argmax", "arg_reduce"),
+    ("argmin.out", "argmin", "arg_reduce"),
+    ("mm.out", "matmul", "mm"),
+    ("bmm.out", "matmul", "mm"),
+    ("addmm.out", "gemm", "addmm"),
+    ("convolution_overrideable", "conv2d", "conv"),
+    ("convolution_backward_overrideable", "conv2d_backward_input", "conv_backward"),
+    ("max_pool2d_with_indices.out", "max_pool2d", "max_pool"),
+    ("max_pool2d_with_indices_backward.grad_input", "max_pool2d_backward", "max_pool_backward"),
+    ("avg_pool2d.out", "avg_pool2d", "avg_pool"),
+    ("avg_pool2d_backward.grad_input", "avg_pool2d_backward", "avg_pool_backward"),
+    ("_adaptive_avg_pool2d", "adaptive_avg_pool2d", "adaptive_pool"),
+    ("_adaptive_avg_pool2d_backward", "adaptive_avg_pool2d_backward", "adaptive_pool_backward"),
+    ("native_batch_norm", "batch_norm", "batch_norm"),
+    ("native_batch_norm_backward", "batch_norm_backward", "batch_norm_backward"),
+    ("_softmax.out", "softmax", "softmax"),
+    ("_log_softmax.out", "log_softmax", "softmax"),
+    ("_softmax_backward_data.out", "softmax_backward", "softmax_backward"),
+    ("_log_softmax_backward_data.out", "log_softmax_backward", "softmax_backward"),
+    ("nll_loss_forward.output", "nll_loss", "nll_loss"),
+    ("nll_loss_backward.grad_input", "nll_loss_backward", "nll_loss_backward"),
+    ("mse_loss.out", "mse_loss", "mse_loss"),
+    ("mse_loss_backward", "mse_loss_backward", "mse_loss_backward_fn"),
+    ("cat.out", "concat", "cat"),
+    ("constant_pad_nd", "pad_constant", "pad"),
+    ("arange.start_out", "arange", "arange"),
+    ("fill_.Scalar", "fill", "fill"),
+    ("zero_", "zero", "zero"),
+]
+
+# unidev ops the adapter calls itself (copies, casts, scalars), not through an aten row
+INTERNAL = ("copy", "cast", "fill", "zero", "conv2d_backward_weight", "sum")
+
+# aten ops served by ATen's own per-tensor loops ("slow" foreach kernels) calling the ops above
+FOREACH = [
+    ("_foreach_add_.Scalar", "foreach_tensor_add_scalar_kernel_slow_"),
+    ("_foreach_add_.List", "foreach_tensor_add_list_kernel_slow_"),
+    ("_foreach_add_.ScalarList", "foreach_tensor_add_scalarlist_kernel_slow_"),
+    ("_foreach_add_.Tensor", "foreach_tensor_add_tensor_kernel_slow_"),
+    ("_foreach_add.List", "foreach_tensor_add_list_kernel_slow"),
+    ("_foreach_add.Scalar", "foreach_tensor_add_scalar_kernel_slow"),
+    ("_foreach_sub_.Scalar", "foreach_tensor_sub_scalar_kernel_slow_"),
+    ("_foreach_sub_.List", "foreach_tensor_sub_list_kernel_slow_"),
+    ("_foreach_mul_.Scalar", "foreach_tensor_mul_scalar_kernel_slow_"),
+    ("_foreach_mul_.List", "foreach_tensor_mul_list_kernel_slow_"),
+    ("_foreach_mul_.ScalarList", "foreach_tensor_mul_scalarlist_kernel_slow_"),
+    ("_foreach_mul_.Tensor", "foreach_tensor_mul_tensor_kernel_slow_"),
+    ("_foreach_mul.Scalar", "foreach_tensor_mul_scalar_kernel_slow"),
+    ("_foreach_mul.List", "foreach_tensor_mul_list_kernel_slow"),
+    ("_foreach_div_.Scalar", "foreach_tensor_div_scalar_kernel_slow_"),
+    ("_foreach_div_.List", "foreach_tensor_div_list_kernel_slow_"),
+    ("_foreach_div_.ScalarList", "foreach_tensor_div_scalarlist_kernel_slow_"),
+    ("_foreach_div.ScalarList", "foreach_tensor_div_scalarlist_kernel_slow"),
+    ("_foreach_div.List", "foreach_tensor_div_list_kernel_slow"),
+    ("_foreach_addcmul_.Scalar", "foreach_tensor_addcmul_scalar_slow_"),
+    ("_foreach_addcmul_.ScalarList", "foreach_tensor_addcmul_scalarlist_slow_"),
+    ("_foreach_addcdiv_.Scalar", "foreach_tensor_addcdiv_scalar_slow_"),
+    ("_foreach_addcdiv_.ScalarList", "foreach_tensor_addcdiv_scalarlist_slow_"),
+    ("_foreach_lerp_.Scalar", "foreach_tensor_lerp_list_kernel_slow_"),
+    ("_foreach_sqrt", "foreach_tensor_sqrt_slow"),
+    ("_foreach_sqrt_", "foreach_tensor_sqrt_slow_"),
+    ("_foreach_neg", "foreach_tensor_neg_slow"),
+    ("_foreach_neg_", "foreach_tensor_neg_slow_"),
+    ("_foreach_zero_", "foreach_tensor_zero_slow_"),
+    ("_foreach_copy_", "foreach_tensor_copy_list_kernel_slow_"),
+]
+
+
+def unidev_ops() -> list[str]:
+    """Every unidev op the adapter may call, in first-use order."""
+    seen: dict[str, None] = {}
+    for _, op, _ in TABLE:
+        seen[op] = None
+    for op in INTERNAL:
+        seen[op] = None
+    return list(seen)
