@@ -119,6 +119,10 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         dt = input_dtype or (dtype if spec.dtypes == "same" else spec.dtypes[0])
         return _values(rng, shape, dt, op.name, slot)
 
+    if op.name == "pow":  # negative bases are defined for integral exponents
+        base = np.asarray(rng.uniform(-3, 3, size=(4, 6)), dtype)
+        expo = np.asarray(rng.integers(-3, 4, size=(4, 6)), dtype)
+        yield Case("negative-base-integral-exponent", [base, expo], {}, [ViewSpec()] * 2)
     for shape in _SHAPES + [_LARGE]:
         for attrs in attrs_list:
             yield Case(f"{shape}{_attr_id(attrs)}", [vals(shape, i) for i in range(n)], attrs,

@@ -166,7 +166,9 @@ typedef struct UD_EventImpl* UD_Event;   /* opaque, owned by the plugin */
  *   attrs           all of the op's attributes, in op-set order (see UD_Attr)
  * Elementwise ops receive inputs already broadcast to the output's shape (stride 0 on
  * broadcast dimensions) and all of one dtype; see the op set for each op's rules. Outputs are
- * written through their strides; they never overlap inputs unless the op set says so. */
+ * written through their strides. They never overlap inputs, with one exception: an elementwise
+ * op's output may be exactly one of its inputs (same handle, byte_offset, shape and strides) —
+ * the in-place form frameworks use (x.add_(y)) — and kernels must give the same result then. */
 typedef struct UD_KernelArgs {
   size_t struct_size;
   int32_t device;
