@@ -29,7 +29,8 @@ class Case:
     views: list[ViewSpec] = field(default_factory=list)
     shape: tuple[int, ...] | None = None  # for ops without inputs
     dtype: str | None = None
-    out_view: str = "contiguous"  # "transposed": outputs are written through transposed strides
+    # "transposed": outputs written through transposed strides; "input0": output is input 0
+    out_view: str = "contiguous"
 
 
 # (rtol, atol) caps per dtype and op class; a plugin may tighten, never loosen
@@ -136,6 +137,10 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                out_view="transposed")
     yield Case("transposed-3d", [vals((2, 3, 4), i) for i in range(n)], {},
                [ViewSpec("transposed")] * n)
+    if op.outputs[0].dtype == "same" and op.tier > 0:
+        # the in-place form (x.add_(y)): the output is exactly input 0, here a strided view
+        yield Case("in-place", [vals((6, 10), i) for i in range(n)], {},
+                   [ViewSpec("strided")] * n, out_view="input0")
     if n >= 2:
         yield Case("broadcast-row", [vals((4, 5), 0)] + [vals((1, 5), i) for i in range(1, n)],
                    {}, [ViewSpec()] * n)

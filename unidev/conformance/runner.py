@@ -136,6 +136,8 @@ def _run_case(op_name: str, dtype: str, case: Case, device: str,
             kwargs["shape"] = want[0].shape
     if case.out_view == "transposed":
         kwargs["out"] = _transposed_outputs(schema, dev_in, case, kwargs, device)
+    elif case.out_view == "input0":
+        kwargs["out"] = dev_in[0]
     if schema.inputs and schema.inputs[0].variadic:
         got = ops.call(op_name, list(dev_in), **kwargs)
     else:
