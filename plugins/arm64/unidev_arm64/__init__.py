@@ -1,0 +1,43 @@
+"""The unidev plugin for aarch64 CPUs: plugins/x86's kernels built for NEON, conv over OpenBLAS."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from unidev.plugins import Conformance, PluginSpec, hookimpl
+
+__all__ = ["library_path", "unidev_plugin"]
+
+_LIBRARY = "libunidev_arm64.so"
+
+
+def library_path() -> str:
+    """The native library: ``$UNIDEV_ARM64_LIBRARY`` (a development build) or the installed one."""
+    return os.environ.get("UNIDEV_ARM64_LIBRARY") or str(Path(__file__).resolve().parent / _LIBRARY)
+
+
+def _applicable() -> str | None:
+    machine = platform.machine()
+    if machine not in ("aarch64", "arm64"):
+        return f"aarch64 plugin; this machine is {machine}"
+    return None
+
+
+@hookimpl
+def unidev_plugin() -> PluginSpec:
+    return PluginSpec(
+        name="arm64",
+        # torch and TF device names take no digits (and TF's no "CPU"): named after the ISA,
+        # as x86's are ("avx")
+        torch_name="neon",
+        tf_type="NEON",
+        library=library_path(),
+        priority=40,
+        host_addressable=True,
+        version="0.1.0",
+        description="aarch64 host CPU: plugins/x86's ISPC kernels for NEON, OpenBLAS, own conv",
+        conformance=Conformance(tier=2),
+        applicable=_applicable(),
+    )
