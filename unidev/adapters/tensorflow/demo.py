@@ -11,8 +11,10 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace | None = None) -> None:
-    """Build/install the adapters if needed, train an MLP 3 epochs per device, print the match."""
-    print("\n== TensorFlow: Keras MLP (Dense+ReLU+softmax, SGD with momentum) on CPU and devices")
+    """Build/install the adapters if needed, train the CNN 3 epochs per device, print the match."""
+    print("\n== TensorFlow: the same small CNN in Keras (Conv2D, BatchNormalization, ReLU, "
+          "max/avg/global pooling, Dense, sparse cross-entropy), 3 epochs of SGD with momentum, "
+          "CPU vs every unidev device")
     lines = status.summary()
     if build.tf_install() is None:
         print("    " + lines[0])
@@ -28,7 +30,7 @@ def run(args: argparse.Namespace | None = None) -> None:
 
             tf.debugging.set_log_device_placement(True)  # before TF's context starts
             devices = train.unidev_devices()
-            result = train.compare(devices, "mlp", "sgd", placement=True) if devices else {}
+            result = train.compare(devices, "cnn", "sgd", placement=True) if devices else {}
         for line in log:
             if line.startswith("unidev:"):
                 print("    " + line.rstrip())

@@ -10,7 +10,7 @@ from collections import Counter
 
 
 def run(args: argparse.Namespace | None = None) -> None:
-    """Trains a small ResNet 5 steps on CPU and device; prints losses, weights, what ran where."""
+    """Trains the demo CNN 5 steps on CPU and device; prints losses, weights, what ran where."""
     try:
         import torch
         import torch.nn.functional as F
@@ -34,9 +34,10 @@ def run(args: argparse.Namespace | None = None) -> None:
             return func(*args, **(kwargs or {}))
 
     torch.manual_seed(0)
-    model = models.resnet()
-    x, y = torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,))
-    print(f"\n== PyTorch {torch.__version__}: small ResNet, 5 SGD-momentum steps, cpu vs {dev}:0 "
+    model = models.small_cnn()
+    x, y = torch.randn(16, 3, 12, 12), torch.randint(0, 5, (16,))
+    print(f"\n== PyTorch {torch.__version__}: small CNN (Conv2d, BatchNorm, ReLU, max/avg/global "
+          f"pooling, Linear, cross-entropy), 5 SGD-momentum steps, cpu vs {dev}:0 "
           f"({getattr(torch, dev).get_device_name()})")
     results, seen = {}, Seen()
     for d in ("cpu", dev):

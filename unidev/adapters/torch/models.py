@@ -1,4 +1,4 @@
-"""Small models for the demo, the tests and the benchmark: an MLP and a small ResNet."""
+"""Small models for the demo, the tests and the benchmark: an MLP, a CNN, a small ResNet."""
 
 from __future__ import annotations
 
@@ -33,3 +33,11 @@ def resnet(width: int = 8, classes: int = 10) -> nn.Module:
 def mlp(inputs: int = 32, hidden: int = 64, classes: int = 10) -> nn.Module:
     return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
                          nn.ReLU(), nn.Linear(hidden, classes))
+
+
+def small_cnn(classes: int = 5) -> nn.Module:
+    """The demo's CNN, layer for layer the Keras model of unidev's TensorFlow demo (NCHW here)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(8, classes))
