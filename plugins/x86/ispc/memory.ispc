@@ -1,0 +1,36 @@
+// memory.ispc — casts between every pair of dtypes, fill and arange. Strides and threads are the
+// C side's (src/memory.c); these loops see contiguous tiles (arange writes with a stride).
+#include "common.isph"
+
+// C casts (float to int truncates); any dtype to bool is x != 0.
+#define UD_CAST(tsfx, TO, fsfx, FROM, CONV)                              \
+  export void ud_cast_##fsfx##_##tsfx(UD_EW_ARGS) {                      \
+    uniform TO *uniform o = (uniform TO * uniform) o_;                   \
+    const uniform FROM *uniform a = (const uniform FROM *uniform)a_;     \
+    foreach (i = 0 ... n) {                                              \
+      FROM x = a[i];                                                     \
+      o[i] = CONV;                                                       \
+    }                                                                    \
+  }
+#define UD_CAST_NUM(tsfx, TO, fsfx, FROM) UD_CAST(tsfx, TO, fsfx, FROM, (TO)x)
+#define UD_CAST_FROM(fsfx, FROM, _)                                                    \
+  UD_CAST_NUM(f32, float, fsfx, FROM) UD_CAST_NUM(f64, double, fsfx, FROM)             \
+  UD_CAST_NUM(i32, int32, fsfx, FROM) UD_CAST_NUM(i64, int64, fsfx, FROM)              \
+  UD_CAST(b8, bool8, fsfx, FROM, (bool8)(x != 0))
+UD_ALL(UD_CAST_FROM, _)
+
+#define UD_FILL(sfx, T, CONV)                                                \
+  export void ud_fill_##sfx(UD_EW_ARGS) {                                    \
+    uniform T *uniform o = (uniform T * uniform) o_;                         \
+    const uniform double x = p[0];                                           \
+    const uniform T v = CONV;                                                \
+    foreach (i = 0 ... n) o[i] = v;                                          \
+  }                                                                          \
+  export void ud_arange_##sfx(uniform int64 n, void *uniform o_, uniform int64 st, \
+                              uniform double start, uniform double step) {   \
+    uniform T *uniform o = (uniform T * uniform) o_;                         \
+    foreach (i = 0 ... n) o[(int64)i * st] = (T)(start + (double)i * step);  \
+  }
+#define UD_FILL_NUM(sfx, T, _) UD_FILL(sfx, T, (uniform T)x)
+UD_NUMERIC(UD_FILL_NUM, _)
+UD_FILL(b8, bool8, (uniform bool8)(x != 0))

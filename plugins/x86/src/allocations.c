@@ -1,0 +1,153 @@
+/* allocations.c — host memory for unidev-x86: 64-byte aligned allocations recorded in a sorted
+ * table, so that every copy, memset and kernel operand is checked against a live allocation
+ * (unknown, freed and offset handles and out-of-bounds views are errors, not corruption). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "x86.h"
+
+#define UD_ALIGN 64
+
+typedef struct {
+  uintptr_t base;
+  uint64_t size; /* as requested; 0-byte allocations hold no accessible byte */
+} Block;
+
+static struct {
+  pthread_mutex_t lock;
+  Block* blocks; /* sorted by base */
+  size_t n, cap;
+} g_mem = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+/* Index of the last block whose base is <= addr, or -1. Call with the lock held. */
+static ptrdiff_t find(uintptr_t addr) {
+  size_t lo = 0, hi = g_mem.n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g_mem.blocks[mid].base <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return (ptrdiff_t)lo - 1;
+}
+
+UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t addr, uint64_t bytes) {
+  if (bytes == 0) return NULL;
+  pthread_mutex_lock(&g_mem.lock);
+  ptrdiff_t i = find((uintptr_t)addr);
+  int known = i >= 0 && addr - g_mem.blocks[i].base < (g_mem.blocks[i].size ? g_mem.blocks[i].size : 1);
+  uint64_t room = known ? g_mem.blocks[i].size - (addr - g_mem.blocks[i].base) : 0;
+  pthread_mutex_unlock(&g_mem.lock);
+  if (!known)
+    return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
+                        "%s: '%s' at 0x%llx is not inside a live allocation of this plugin", op,
+                        arg, (unsigned long long)addr);
+  if (bytes > room)
+    return ud_kit_error(UD_ERR_OUT_OF_BOUNDS,
+                        "%s: '%s' needs %llu bytes at 0x%llx, its allocation has %llu left", op,
+                        arg, (unsigned long long)bytes, (unsigned long long)addr,
+                        (unsigned long long)room);
+  return NULL;
+}
+
+UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
+  (void)stream;
+  UD_Error* err = ud_x86_check_device("mem_alloc", device);
+  if (err) return err;
+  if (!handle) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: 'handle' is NULL");
+  *handle = 0;
+  const uint64_t rounded = (size + UD_ALIGN - 1) / UD_ALIGN * UD_ALIGN;
+  void* p = size > (1ull << 56) ? NULL : aligned_alloc(UD_ALIGN, rounded ? rounded : UD_ALIGN);
+  if (!p)
+    return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: cannot allocate %llu bytes of host memory",
+                        (unsigned long long)size);
+  pthread_mutex_lock(&g_mem.lock);
+  if (g_mem.n == g_mem.cap) {
+    size_t cap = g_mem.cap ? 2 * g_mem.cap : 256;
+    Block* grown = realloc(g_mem.blocks, cap * sizeof(Block));
+    if (!grown) {
+      pthread_mutex_unlock(&g_mem.lock);
+      free(p);
+      return ud_kit_host_oom_error();
+    }
+    g_mem.blocks = grown;
+    g_mem.cap = cap;
+  }
+  size_t at = (size_t)(find((uintptr_t)p) + 1);
+  memmove(&g_mem.blocks[at + 1], &g_mem.blocks[at], (g_mem.n - at) * sizeof(Block));
+  g_mem.blocks[at] = (Block){(uintptr_t)p, size};
+  g_mem.n++;
+  pthread_mutex_unlock(&g_mem.lock);
+  *handle = (UD_Handle)(uintptr_t)p;
+  return NULL;
+}
+
+UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
+  (void)stream;
+  UD_Error* err = ud_x86_check_device("mem_free", device);
+  if (err) return err;
+  pthread_mutex_lock(&g_mem.lock);
+  ptrdiff_t i = find((uintptr_t)handle);
+  int found = i >= 0 && g_mem.blocks[i].base == handle;
+  if (found) {
+    memmove(&g_mem.blocks[i], &g_mem.blocks[i + 1], (g_mem.n - (size_t)i - 1) * sizeof(Block));
+    g_mem.n--;
+  }
+  pthread_mutex_unlock(&g_mem.lock);
+  if (!found)
+    return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
+                        "mem_free: handle 0x%llx is not a live allocation of this plugin (never "
+                        "allocated, already freed, or offset into an allocation)",
+                        (unsigned long long)handle);
+  free((void*)(uintptr_t)handle);
+  return NULL;
+}
+
+/* A copy between host memory and allocations (`dev_dst`/`dev_src`: that side is a handle). */
+static UD_Error* copy(const char* fn, void* dst, int dev_dst, const void* src, int dev_src,
+                      uint64_t size) {
+  if (dev_src) UD_TRY(ud_x86_check_range(fn, "src", (uintptr_t)src, size));
+  if (dev_dst) UD_TRY(ud_x86_check_range(fn, "dst", (uintptr_t)dst, size));
+  UD_REQUIRE(!size || (dst && src), "%s: NULL %s", fn, dst ? "src" : "dst");
+  if (size) memmove(dst, src, size);
+  return NULL;
+}
+
+UD_Error* ud_x86_memcpy_h2d(UD_Stream stream, UD_Handle dst, const void* src, uint64_t size) {
+  (void)stream;
+  return copy("memcpy_h2d", (void*)(uintptr_t)dst, 1, src, 0, size);
+}
+
+UD_Error* ud_x86_memcpy_d2h(UD_Stream stream, void* dst, UD_Handle src, uint64_t size) {
+  (void)stream;
+  return copy("memcpy_d2h", dst, 0, (const void*)(uintptr_t)src, 1, size);
+}
+
+UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size) {
+  (void)stream;
+  return copy("memcpy_d2d", (void*)(uintptr_t)dst, 1, (const void*)(uintptr_t)src, 1, size);
+}
+
+UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
+                        uint64_t count) {
+  (void)stream;
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8",
+                        elem_size);
+  if (count > UINT64_MAX / elem_size)
+    return ud_kit_error(UD_ERR_OUT_OF_BOUNDS, "memset: %llu elements overflow",
+                        (unsigned long long)count);
+  UD_TRY(ud_x86_check_range("memset", "dst", dst, count * elem_size));
+  if (!count) return NULL;
+  uint8_t one[8]; /* the pattern's low bytes (little-endian), broadcast by the tile packer */
+  memcpy(one, &pattern, sizeof one);
+  char* d = (char*)(uintptr_t)dst;
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = count - done < (1u << 26) ? count - done : (1u << 26);
+    ud_x86_pack((int)elem_size)((int64_t)n, d + done * elem_size, one, 0);
+    done += n;
+  }
+  return NULL;
+}

@@ -1,0 +1,175 @@
+/* api.c — the UD_Api table of unidev-x86: one device (the host), streams and events (memory is
+ * allocations.c).
+ * Streams run work at enqueue (see x86.h), so a stream is always idle when a call returns and an
+ * event is complete from the moment it is recorded. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "x86.h"
+
+#define UD_X86_VERSION "0.1.0"
+#ifndef UD_PLUGIN_NAME /* the arm64 plugin compiles this file with its own name and ISA */
+#define UD_PLUGIN_NAME "x86"
+#define UD_PLUGIN_ISA "AVX2"
+#define UD_PLUGIN_VECTOR_BYTES 32
+#endif
+
+UD_Error* ud_x86_kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel);
+UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle);
+UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle);
+UD_Error* ud_x86_memcpy_h2d(UD_Stream stream, UD_Handle dst, const void* src, uint64_t size);
+UD_Error* ud_x86_memcpy_d2h(UD_Stream stream, void* dst, UD_Handle src, uint64_t size);
+UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size);
+UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
+                        uint64_t count);
+
+UD_Error* ud_x86_check_device(const char* fn, int32_t device) {
+  UD_REQUIRE(device == 0, "%s: device %d does not exist (%s has device 0)", fn, device,
+             UD_PLUGIN_NAME);
+  return NULL;
+}
+
+/* ---- devices ---- */
+static UD_Error* device_count(int32_t* count, const char** reason) {
+  UD_REQUIRE(count, "device_count: 'count' is NULL");
+  *count = 1;
+  if (reason) *reason = NULL;
+  return NULL;
+}
+
+static UD_Error* device_properties(int32_t device, UD_DeviceProperties* props) {
+  UD_TRY(ud_x86_check_device("device_properties", device));
+  UD_REQUIRE(props && props->struct_size >= sizeof(UD_DeviceProperties),
+             "device_properties: 'props' is NULL or its struct_size is too small");
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const int avx512 = __builtin_cpu_supports("avx512f");
+#else
+  const int avx512 = 0; /* the arm64 plugin builds this file too: 16-byte NEON vectors */
+#endif
+  snprintf(props->name, sizeof props->name, "%s host CPU (%s)", UD_PLUGIN_NAME,
+           avx512 ? "AVX-512" : UD_PLUGIN_ISA);
+  props->total_memory = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+  props->compute_units = ud_x86_threads();
+  props->vector_width = avx512 ? 64 : UD_PLUGIN_VECTOR_BYTES;
+  props->host_addressable = 1;
+  props->capabilities = UD_CAP_EVENT_TIMING;
+  return NULL;
+}
+
+static UD_Error* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  UD_TRY(ud_x86_check_device("device_memory_info", device));
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  if (free_bytes) *free_bytes = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * page;
+  if (total_bytes) *total_bytes = (uint64_t)sysconf(_SC_PHYS_PAGES) * page;
+  return NULL;
+}
+
+static UD_Error* device_synchronize(int32_t device) {
+  return ud_x86_check_device("device_synchronize", device);
+}
+
+/* ---- streams and events: small tagged objects (work never waits, see above) ---- */
+enum { UD_STREAM_MAGIC = 0x5354524d, UD_EVENT_MAGIC = 0x45564e54 };
+typedef struct {
+  uint32_t magic;
+  int recorded;        /* events: the stream has passed the event */
+  struct timespec when; /* events: when it did */
+} Object;
+struct UD_StreamImpl {
+  Object o;
+};
+struct UD_EventImpl {
+  Object o;
+};
+
+/* A NULL stream is the device's default stream; a NULL event is an error. */
+static UD_Error* check(const char* fn, const void* p, uint32_t magic) {
+  UD_REQUIRE((!p && magic == UD_STREAM_MAGIC) || (p && ((const Object*)p)->magic == magic),
+             "%s: not a live x86 %s", fn, magic == UD_STREAM_MAGIC ? "stream" : "event");
+  return NULL;
+}
+
+static UD_Error* create(const char* fn, int32_t device, void* out, uint32_t magic) {
+  UD_TRY(ud_x86_check_device(fn, device));
+  UD_REQUIRE(out, "%s: the output pointer is NULL", fn);
+  Object* o = calloc(1, sizeof *o);
+  if (!o) return ud_kit_host_oom_error();
+  o->magic = magic;
+  *(Object**)out = o;
+  return NULL;
+}
+
+static UD_Error* destroy(const char* fn, void* p, uint32_t magic) {
+  UD_REQUIRE(p, "%s: NULL handle", fn);
+  UD_TRY(check(fn, p, magic));
+  ((Object*)p)->magic = 0;
+  free(p);
+  return NULL;
+}
+
+static UD_Error* stream_create(int32_t device, UD_Stream* s) {
+  return create("stream_create", device, s, UD_STREAM_MAGIC);
+}
+static UD_Error* stream_destroy(UD_Stream s) { return destroy("stream_destroy", s, UD_STREAM_MAGIC); }
+static UD_Error* stream_synchronize(UD_Stream s) {
+  return check("stream_synchronize", s, UD_STREAM_MAGIC);
+}
+static UD_Error* stream_query(UD_Stream s, int32_t* done) {
+  UD_TRY(check("stream_query", s, UD_STREAM_MAGIC));
+  UD_REQUIRE(done, "stream_query: 'done' is NULL");
+  *done = 1;
+  return NULL;
+}
+static UD_Error* stream_wait_event(UD_Stream s, UD_Event e) {
+  UD_TRY(check("stream_wait_event", s, UD_STREAM_MAGIC));
+  return check("stream_wait_event", e, UD_EVENT_MAGIC);
+}
+static UD_Error* event_create(int32_t device, UD_Event* e) {
+  return create("event_create", device, e, UD_EVENT_MAGIC);
+}
+static UD_Error* event_destroy(UD_Event e) { return destroy("event_destroy", e, UD_EVENT_MAGIC); }
+static UD_Error* event_record(UD_Event e, UD_Stream s) {
+  UD_TRY(check("event_record", e, UD_EVENT_MAGIC));
+  UD_TRY(check("event_record", s, UD_STREAM_MAGIC));
+  clock_gettime(CLOCK_MONOTONIC, &e->o.when);
+  e->o.recorded = 1;
+  return NULL;
+}
+static UD_Error* event_query(UD_Event e, int32_t* done) {
+  UD_TRY(check("event_query", e, UD_EVENT_MAGIC));
+  UD_REQUIRE(done, "event_query: 'done' is NULL");
+  *done = 1;
+  return NULL;
+}
+static UD_Error* event_synchronize(UD_Event e) {
+  return check("event_synchronize", e, UD_EVENT_MAGIC);
+}
+static UD_Error* event_elapsed(UD_Event start, UD_Event end, double* ms) {
+  UD_TRY(check("event_elapsed", start, UD_EVENT_MAGIC));
+  UD_TRY(check("event_elapsed", end, UD_EVENT_MAGIC));
+  UD_REQUIRE(ms, "event_elapsed: 'milliseconds' is NULL");
+  UD_REQUIRE(start->o.recorded && end->o.recorded,
+             "event_elapsed: the %s event was never recorded", start->o.recorded ? "end" : "start");
+  *ms = (double)(end->o.when.tv_sec - start->o.when.tv_sec) * 1e3 +
+        (double)(end->o.when.tv_nsec - start->o.when.tv_nsec) * 1e-6;
+  return NULL;
+}
+
+/* in UD_Api's order: header, errors, devices, memory, streams, events, kernels */
+static const UD_Api g_api = {
+    sizeof(UD_Api), UD_ABI_MAJOR, UD_ABI_MINOR, UD_PLUGIN_NAME, UD_X86_VERSION,
+    ud_kit_error_code, ud_kit_error_message, ud_kit_error_destroy,
+    device_count, device_properties, device_memory_info, device_synchronize,
+    ud_x86_mem_alloc, ud_x86_mem_free, ud_x86_memcpy_h2d, ud_x86_memcpy_d2h, ud_x86_memcpy_d2d,
+    ud_x86_memset,
+    stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
+    event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
+    ud_x86_kernel_lookup,
+};
+
+UD_EXPORT const UD_Api* unidev_get_api(void) { return &g_api; }

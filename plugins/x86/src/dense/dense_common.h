@@ -1,0 +1,132 @@
+// dense_common.h — helpers shared by the dense kernels: typed data pointers, strided copies,
+// the BLAS call, argument checks and the guard that keeps C++ exceptions off the C ABI.
+// Portable C++17 (the arm64 plugin reuses it).
+#pragma once
+
+#include <cblas.h>
+#include <omp.h>
+#include <unidev/plugin_kit.h>
+#include <unidev/unidev.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace ud_dense {
+
+template <class T>
+T* data_ptr(const UD_Tensor& t) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(t.handle) + t.byte_offset);
+}
+
+// OpenBLAS runs single-threaded on the calling thread: all parallelism is OpenMP, whose pool
+// oneDNN (and torch, when loaded) share. A second pool of OpenBLAS pthreads would spin on the
+// same cores after every call and slow both down severalfold.
+inline void blas_single_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] { scipy_openblas_set_num_threads(1); });
+}
+
+// Row-major gemm on the calling thread: c[m, n] = alpha * op(a) @ op(b) + beta * c.
+template <class T>
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  blas_single_thread();
+  const CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, oa, ob, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, oa, ob, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The same gemm spread over the OpenMP threads: the longer of m and n is cut into one block of
+// rows or columns per thread. Small products stay on one thread (waking threads costs more).
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const int nt = omp_in_parallel() || double(m) * n * k < 262144.0 ? 1 : omp_get_max_threads();
+  if (nt <= 1) return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const bool split_n = n >= m;
+  const int64_t dim = split_n ? n : m, chunk = ((dim + nt - 1) / nt + 15) / 16 * 16;
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t lo = omp_get_thread_num() * chunk, len = std::min(chunk, dim - lo);
+    if (len > 0 && split_n)
+      blas_gemm(ta, tb, m, len, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo,
+                ldc);
+    else if (len > 0)
+      blas_gemm(ta, tb, len, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta,
+                c + lo * ldc, ldc);
+  }
+}
+
+// Scratch memory kept by the calling thread across kernel calls (slot 0-3). Fresh large
+// allocations would be fresh mmaps, page-faulted again on every call.
+template <class T>
+T* scratch(int slot, int64_t n) {
+  thread_local std::vector<T> bufs[4];
+  if ((int64_t)bufs[slot].size() < n) bufs[slot] = std::vector<T>((size_t)n);
+  return bufs[slot].data();
+}
+
+// dst[i...] = src[i...] for two strided views of one shape (element strides).
+template <class T>
+void strided_copy(T* dst, const int64_t* ds, const T* src, const int64_t* ss, int nd,
+                  const int64_t* shape) {
+  if (nd == 0) *dst = *src;
+  if (nd == 1 && ds[0] == 1 && ss[0] == 1) std::memcpy(dst, src, sizeof(T) * (size_t)shape[0]);
+  if (nd == 0 || (nd == 1 && ds[0] == 1 && ss[0] == 1)) return;
+  for (int64_t i = 0; i < shape[0]; i++)
+    strided_copy(dst + i * ds[0], ds + 1, src + i * ss[0], ss + 1, nd - 1, shape + 1);
+}
+
+// Copies between a view and a dense row-major buffer of its shape, either way.
+template <class T>
+void pack(const UD_Tensor& t, T* dense, bool to_view) {
+  int64_t cs[UD_KIT_MAX_DIMS], s = 1;
+  for (int i = t.ndim - 1; i >= 0; s *= t.shape[i--]) cs[i] = s;
+  if (to_view)
+    strided_copy(data_ptr<T>(t), t.strides, dense, cs, t.ndim, t.shape);
+  else
+    strided_copy(dense, cs, data_ptr<T>(t), t.strides, t.ndim, t.shape);
+}
+
+// An UD_ERR_INVALID_ARGUMENT error with a printf-style message.
+#define UD_INVALID(...) ud_kit_error(UD_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+// ndim (when >= 0) and dtype: float32/float64, and equal to `want` when given. The structure of
+// every tensor was checked by ud_x86_check_args.
+inline UD_Error* check_input(const char* op, const char* arg, const UD_Tensor& t, int ndim,
+                             const UD_DType* want) {
+  if (ndim >= 0 && t.ndim != ndim)
+    return UD_INVALID("%s: '%s' has ndim %d, expected %d", op, arg, t.ndim, ndim);
+  if (want) return ud_kit_check_dtype(op, arg, &t, *want);
+  const UD_DType d = t.dtype;
+  if (d.code != UD_DTYPE_FLOAT || d.lanes != 1 || (d.bits != 32 && d.bits != 64))
+    return UD_INVALID("%s: '%s' has dtype %s, expected float32 or float64", op, arg,
+                      ud_kit_dtype_name(t.dtype));
+  return nullptr;
+}
+
+// Runs f(T()) for T = float or double as the dtype says; C++ exceptions become error objects.
+template <class F>
+UD_Error* by_dtype(const char* op, UD_DType d, F&& f) noexcept {
+  try {
+    d.bits == 32 ? f(float()) : f(double());
+    return nullptr;
+  } catch (const std::bad_alloc&) {
+    return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+  } catch (const std::exception& e) {
+    return ud_kit_error(UD_ERR_INTERNAL, "%s: %s", op, e.what());
+  } catch (...) {
+    return ud_kit_error(UD_ERR_INTERNAL, "%s: unknown exception", op);
+  }
+}
+
+}  // namespace ud_dense

@@ -1,0 +1,156 @@
+// matmul.cpp — matmul and gemm over OpenBLAS. Transposed operands are read through their strides
+// (CblasTrans + leading dimension), batches loop over the batch dims (stride 0 included);
+// only layouts BLAS cannot express (e.g. both strides > 1) are copied into a dense buffer.
+#include <memory>
+
+#include "dense.h"
+#include "dense_common.h"
+#include "x86.h"
+
+namespace ud_dense {
+namespace {
+
+struct Mat {  // a matrix view: extents and element strides
+  int64_t rows, cols, rs, cs;
+  Mat t() const { return {cols, rows, cs, rs}; }
+};
+
+// Whether BLAS can read `m` in place: row-major with leading dimension `ld`, or transposed.
+bool blas_form(const Mat& m, bool* trans, int64_t* ld) {
+  if ((m.cols == 1 || m.cs == 1) && (m.rows == 1 || m.rs >= m.cols)) {
+    *trans = false;
+    *ld = m.rows == 1 ? m.cols : m.rs;
+  } else if ((m.rows == 1 || m.rs == 1) && (m.cols == 1 || m.cs >= m.rows)) {
+    *trans = true;
+    *ld = m.cols == 1 ? m.rows : m.cs;
+  } else {
+    return false;
+  }
+  return *ld <= INT32_MAX;
+}
+
+template <class T>
+void copy2d(T* dst, const Mat& d, const T* src, const Mat& s) {
+  const int64_t shape[2] = {d.rows, d.cols}, ds[2] = {d.rs, d.cs}, ss[2] = {s.rs, s.cs};
+  strided_copy(dst, ds, src, ss, 2, shape);
+}
+
+// c = beta * c, where beta == 0 writes zeros (also over NaN).
+template <class T>
+void scale2d(T* c, const Mat& C, T beta) {
+  for (int64_t i = 0; i < C.rows; i++)
+    for (int64_t j = 0; j < C.cols; j++)
+      c[i * C.rs + j * C.cs] = beta == T(0) ? T(0) : beta * c[i * C.rs + j * C.cs];
+}
+
+// c = alpha * a @ b + beta * c for views with m, n, k > 0.
+template <class T>
+void mm(const T* a, Mat A, const T* b, Mat B, T* c, Mat C, T alpha, T beta) {
+  bool tc, ta, tb;
+  int64_t ldc, lda, ldb;
+  if (!blas_form(C, &tc, &ldc)) {  // e.g. a strided or broadcast output: go through a buffer
+    const Mat D{C.rows, C.cols, C.cols, 1};
+    std::unique_ptr<T[]> tmp(new T[C.rows * C.cols]);
+    if (beta != T(0)) copy2d(tmp.get(), D, c, C);
+    mm(a, A, b, B, tmp.get(), D, alpha, beta);
+    copy2d(c, C, tmp.get(), D);
+    return;
+  }
+  if (tc) return mm(b, B.t(), a, A.t(), c, C.t(), alpha, beta);  // column-major: c^T = b^T a^T
+  std::unique_ptr<T[]> abuf, bbuf;
+  auto dense = [](const T*& p, const Mat& m, std::unique_ptr<T[]>& buf, bool* t, int64_t* ld) {
+    if (blas_form(m, t, ld)) return;
+    buf.reset(new T[m.rows * m.cols]);
+    copy2d(buf.get(), Mat{m.rows, m.cols, m.cols, 1}, p, m);
+    p = buf.get(), *t = false, *ld = m.cols;
+  };
+  dense(a, A, abuf, &ta, &lda);
+  dense(b, B, bbuf, &tb, &ldb);
+  gemm(ta, tb, C.rows, C.cols, A.cols, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+Mat mat_of(const UD_Tensor& t) {
+  const int d = t.ndim;
+  return {t.shape[d - 2], t.shape[d - 1], t.strides[d - 2], t.strides[d - 1]};
+}
+
+// a [.., m, k] @ b [.., k, n] -> out [.., m, n] with equal batch dims (stride 0 broadcasts).
+UD_Error* check_shapes(const char* op, const UD_Tensor& a, const UD_Tensor& b,
+                       const UD_Tensor& out) {
+  const int d = a.ndim;
+  for (int i = 0; i < d - 2; i++)
+    if (b.shape[i] != a.shape[i] || out.shape[i] != a.shape[i])
+      return UD_INVALID(
+          "%s: batch dim %d is %lld/%lld/%lld for a/b/out, expected equal (broadcast "
+          "batches come with stride 0)",
+          op, i, (long long)a.shape[i], (long long)b.shape[i], (long long)out.shape[i]);
+  const int64_t m = a.shape[d - 2], k = a.shape[d - 1], n = b.shape[d - 1];
+  if (b.shape[d - 2] != k || out.shape[d - 2] != m || out.shape[d - 1] != n)
+    return UD_INVALID(
+        "%s: a [.., %lld, %lld] @ b [.., %lld, %lld] -> out [.., %lld, %lld], "
+        "expected b [.., %lld, N] and out [.., %lld, N]",
+        op, (long long)m, (long long)k, (long long)b.shape[d - 2], (long long)n,
+        (long long)out.shape[d - 2], (long long)out.shape[d - 1], (long long)k, (long long)m);
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: m=%lld n=%lld k=%lld exceed BLAS's int32", op,
+                        (long long)m, (long long)n, (long long)k);
+  return nullptr;
+}
+
+// out = alpha * a @ b (+ beta * c, gemm) for every batch index; c is 2-D.
+template <class T>
+void run(const UD_Tensor& a, const UD_Tensor& b, const UD_Tensor* c, const UD_Tensor& out,
+         double alpha, double beta) {
+  const int nb = a.ndim - 2;
+  const Mat A = mat_of(a), B = mat_of(b), C = mat_of(out);
+  int64_t batch = 1, idx[UD_KIT_MAX_DIMS] = {0};
+  for (int i = 0; i < nb; i++) batch *= out.shape[i];
+  if (batch == 0 || C.rows == 0 || C.cols == 0) return;
+  const bool use_c = c && beta != 0.0;  // beta == 0 ignores c, as BLAS and addmm do
+  for (int64_t it = 0; it < batch; it++) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (int i = 0; i < nb; i++)
+      oa += idx[i] * a.strides[i], ob += idx[i] * b.strides[i], oc += idx[i] * out.strides[i];
+    T* o = data_ptr<T>(out) + oc;
+    if (use_c) copy2d(o, C, data_ptr<T>(*c), mat_of(*c));
+    if (A.cols == 0 || alpha == 0.0)
+      scale2d(o, C, T(use_c ? beta : 0.0));
+    else
+      mm(data_ptr<T>(a) + oa, A, data_ptr<T>(b) + ob, B, o, C, T(alpha), T(use_c ? beta : 0.0));
+    for (int i = nb - 1; i >= 0 && ++idx[i] == out.shape[i]; i--) idx[i] = 0;
+  }
+}
+
+}  // namespace
+}  // namespace ud_dense
+
+using namespace ud_dense;
+
+extern "C" UD_Error* ud_x86_matmul(const UD_KernelArgs* args) {
+  static const char* op = "matmul";
+  if (UD_Error* e = ud_x86_check_args(op, args, 2, 1, "")) return e;
+  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
+  if (UD_Error* e = check_input(op, "a", a, -1, nullptr)) return e;
+  if (a.ndim < 2) return UD_INVALID("matmul: 'a' has ndim %d, expected >= 2", a.ndim);
+  if (UD_Error* e = check_input(op, "b", b, a.ndim, &a.dtype)) return e;
+  if (UD_Error* e = check_input(op, "out", out, a.ndim, &a.dtype)) return e;
+  if (UD_Error* e = check_shapes(op, a, b, out)) return e;
+  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, nullptr, out, 1.0, 0.0); });
+}
+
+extern "C" UD_Error* ud_x86_gemm(const UD_KernelArgs* args) {
+  static const char* op = "gemm";
+  if (UD_Error* e = ud_x86_check_args(op, args, 3, 1, "ff")) return e;
+  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
+  const UD_Tensor* c = ud_kit_present(&args->inputs[2]) ? &args->inputs[2] : nullptr;
+  if (UD_Error* e = check_input(op, "a", a, 2, nullptr)) return e;
+  if (UD_Error* e = check_input(op, "b", b, 2, &a.dtype)) return e;
+  if (UD_Error* e = check_input(op, "out", out, 2, &a.dtype)) return e;
+  if (UD_Error* e = check_shapes(op, a, b, out)) return e;
+  if (c) {  // unidev.ops broadcasts c to [M, N] (stride 0)
+    if (UD_Error* e = check_input(op, "c", *c, 2, &a.dtype)) return e;
+    if (UD_Error* e = ud_kit_check_same_shape(op, "c", c, &out)) return e;
+  }
+  const double alpha = args->attrs[0].value.f, beta = args->attrs[1].value.f;
+  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, c, out, alpha, beta); });
+}

@@ -1,0 +1,145 @@
+/* memory.c — tier 0 and shape ops: copy, fill, zero, cast, arange, concat, pad_constant. */
+#include <math.h>
+#include <string.h>
+
+#include "memory_ispc.h"
+#include "x86.h"
+
+#define UD_CAST_ROW(F) \
+  {ud_cast_##F##_f32, ud_cast_##F##_f64, ud_cast_##F##_i32, ud_cast_##F##_i64, ud_cast_##F##_b8}
+static const ud_x86_tile_fn g_cast[UD_NDT][UD_NDT] = {
+    UD_CAST_ROW(f32), UD_CAST_ROW(f64), UD_CAST_ROW(i32), UD_CAST_ROW(i64), UD_CAST_ROW(b8)};
+static const ud_x86_tile_fn g_fill[UD_NDT] = {ud_fill_f32, ud_fill_f64, ud_fill_i32, ud_fill_i64,
+                                              ud_fill_b8};
+static void (*const g_arange[UD_NDT])(int64_t, void*, int64_t, double, double) = {
+    ud_arange_f32, ud_arange_f64, ud_arange_i32, ud_arange_i64, ud_arange_b8};
+
+void ud_x86_fill_view(const UD_Tensor* dst, double value) {
+  const UD_Tensor* views[1] = {dst};
+  ud_x86_map(g_fill[ud_x86_dt(dst->dtype)], 1, views, &value);
+}
+
+static UD_Error* fill(const char* op, const UD_KernelArgs* a, const char* attrs) {
+  UD_TRY(ud_x86_check_args(op, a, 0, 1, attrs));
+  UD_TRY(ud_x86_check_dt(op, "y", &a->outputs[0], UD_ALL_SET, NULL));
+  ud_x86_fill_view(&a->outputs[0], attrs[0] ? a->attrs[0].value.f : 0.0);
+  return NULL;
+}
+
+static UD_Error* k_fill(const UD_KernelArgs* a) { return fill("fill", a, "f"); }
+static UD_Error* k_zero(const UD_KernelArgs* a) { return fill("zero", a, ""); }
+
+/* cast, and copy as a cast to the input's own dtype (same dtypes move bytes, no conversion) */
+static UD_Error* convert(const char* op, const UD_KernelArgs* a, const char* attrs) {
+  int from, to;
+  UD_TRY(ud_x86_check_args(op, a, 1, 1, attrs));
+  UD_TRY(ud_x86_check_dt(op, "x", &a->inputs[0], UD_ALL_SET, &from));
+  to = attrs[0] ? ud_x86_dt_from_name(a->attrs[0].value.s) : from;
+  UD_REQUIRE(to >= 0, "%s: attribute 'dtype' is '%s', expected float32, float64, int32, int64 "
+             "or bool", op, a->attrs[0].value.s);
+  UD_TRY(ud_kit_check_dtype(op, "y", &a->outputs[0], ud_x86_dtype(to)));
+  UD_TRY(ud_kit_check_same_shape(op, "x", &a->inputs[0], &a->outputs[0]));
+  const UD_Tensor* views[2] = {&a->outputs[0], &a->inputs[0]};
+  ud_x86_map(from == to ? NULL : g_cast[from][to], 2, views, NULL);
+  return NULL;
+}
+
+static UD_Error* k_copy(const UD_KernelArgs* a) { return convert("copy", a, ""); }
+static UD_Error* k_cast(const UD_KernelArgs* a) { return convert("cast", a, "s"); }
+
+static UD_Error* k_arange(const UD_KernelArgs* a) {
+  int dt;
+  UD_TRY(ud_x86_check_args("arange", a, 0, 1, "fffs"));
+  UD_TRY(ud_x86_check_dt("arange", "y", &a->outputs[0], UD_NUMERIC_SET, &dt));
+  const double start = a->attrs[0].value.f, stop = a->attrs[1].value.f, step = a->attrs[2].value.f;
+  UD_REQUIRE(step != 0 && isfinite(start) && isfinite(stop) && isfinite(step),
+             "arange: start %g, stop %g, step %g; expected finite values, step != 0", start, stop,
+             step);
+  UD_REQUIRE(ud_x86_dt_from_name(a->attrs[3].value.s) == dt,
+             "arange: output dtype %s differs from 'dtype' %s",
+             ud_kit_dtype_name(a->outputs[0].dtype), a->attrs[3].value.s);
+  const double len = ceil((stop - start) / step);
+  const int64_t n = len > 0 ? (int64_t)len : 0;
+  const UD_Tensor* y = &a->outputs[0];
+  UD_REQUIRE(y->ndim == 1 && y->shape[0] == n, "arange: output must be 1-d of length %lld",
+             (long long)n);
+  g_arange[dt](n, ud_x86_ptr(y), y->strides[0], start, step);
+  return NULL;
+}
+
+/* A view of `t` moved `offset` elements along `axis`, with the shape of `like`. */
+static UD_Tensor sub_view(const UD_Tensor* t, const UD_Tensor* like, int axis, int64_t offset) {
+  UD_Tensor v = *t;
+  v.shape = like->shape;
+  v.byte_offset += (uint64_t)(offset * t->strides[axis] * ud_kit_itemsize(t->dtype));
+  return v;
+}
+
+static UD_Error* k_concat(const UD_KernelArgs* a) {
+  UD_TRY(ud_x86_check_args("concat", a, -1, 1, "i"));
+  const UD_Tensor* out = &a->outputs[0];
+  int axis;
+  UD_REQUIRE(a->num_inputs >= 1, "concat: 'tensors' is empty, expected >= 1");
+  UD_REQUIRE(out->ndim > 0, "concat: 0-d tensors cannot be concatenated");
+  UD_TRY(ud_x86_axis("concat", a->attrs[0].value.i, out->ndim, &axis));
+  int64_t total = 0;
+  for (int i = 0; i < a->num_inputs; i++) {
+    const UD_Tensor* t = &a->inputs[i];
+    UD_TRY(ud_x86_check_dt("concat", "tensors", t, UD_ALL_SET, NULL));
+    UD_TRY(ud_kit_check_dtype("concat", "tensors", t, out->dtype));
+    int ok = t->ndim == out->ndim;
+    for (int k = 0; ok && k < t->ndim; k++) ok = k == axis || t->shape[k] == out->shape[k];
+    UD_REQUIRE(ok, "concat: tensors[%d] does not match the output's shape outside axis %d", i,
+               axis);
+    total += t->shape[axis];
+  }
+  UD_REQUIRE(total == out->shape[axis],
+             "concat: output has %lld along axis %d, the inputs sum to %lld",
+             (long long)out->shape[axis], axis, (long long)total);
+  int64_t at = 0;
+  for (int i = 0; i < a->num_inputs; i++) {
+    UD_Tensor dst = sub_view(out, &a->inputs[i], axis, at);
+    const UD_Tensor* views[2] = {&dst, &a->inputs[i]};
+    if (a->inputs[i].shape[axis]) ud_x86_map(NULL, 2, views, NULL);
+    at += a->inputs[i].shape[axis];
+  }
+  return NULL;
+}
+
+static UD_Error* k_pad_constant(const UD_KernelArgs* a) {
+  UD_TRY(ud_x86_check_args("pad_constant", a, 1, 1, "nf"));
+  const UD_Tensor *x = &a->inputs[0], *y = &a->outputs[0];
+  UD_TRY(ud_x86_check_dt("pad_constant", "x", x, UD_ALL_SET, NULL));
+  UD_TRY(ud_kit_check_dtype("pad_constant", "y", y, x->dtype));
+  const int64_t* pads = a->attrs[0].value.ints.data;
+  UD_REQUIRE(a->attrs[0].value.ints.len == 2 * (int64_t)x->ndim && y->ndim == x->ndim,
+             "pad_constant: 'pads' has %lld values, expected 2 * ndim = %d",
+             (long long)a->attrs[0].value.ints.len, 2 * x->ndim);
+  uint64_t offset = y->byte_offset;
+  for (int k = 0; k < x->ndim; k++) {
+    UD_REQUIRE(pads[2 * k] >= 0 && pads[2 * k + 1] >= 0 &&
+                   y->shape[k] == x->shape[k] + pads[2 * k] + pads[2 * k + 1],
+               "pad_constant: dim %d: pads (%lld, %lld) must be >= 0 and give the output's "
+               "extent %lld", k, (long long)pads[2 * k], (long long)pads[2 * k + 1],
+               (long long)y->shape[k]);
+    offset += (uint64_t)(pads[2 * k] * y->strides[k] * ud_kit_itemsize(y->dtype));
+  }
+  ud_x86_fill_view(y, a->attrs[1].value.f);
+  UD_Tensor inner = *y;
+  inner.shape = x->shape;
+  inner.byte_offset = offset;
+  const UD_Tensor* views[2] = {&inner, x};
+  ud_x86_map(NULL, 2, views, NULL);
+  return NULL;
+}
+
+const UD_X86Kernel ud_x86_memory_kernels[] = {
+    {"copy", UD_ALL_SET, k_copy},
+    {"fill", UD_ALL_SET, k_fill},
+    {"zero", UD_ALL_SET, k_zero},
+    {"cast", UD_ALL_SET, k_cast},
+    {"arange", UD_NUMERIC_SET, k_arange},
+    {"concat", UD_ALL_SET, k_concat},
+    {"pad_constant", UD_ALL_SET, k_pad_constant},
+    {NULL, 0, NULL},
+};

@@ -1,0 +1,255 @@
+/* reduce.c — sum, mean, max, min, prod, argmax, argmin over any axes of any strided view.
+ *
+ * The kept and the reduced dimensions are collapsed separately. When the reduced dimensions end
+ * in a unit stride (or nothing else fits), every output element reduces its rows with one ISPC
+ * call per row ("row" layout); when the kept dimensions are the contiguous ones (reducing over
+ * an outer axis), tiles of output elements accumulate whole input rows ("column" layout). Large
+ * work splits over output elements, or over the reduced range when there are few outputs. */
+#include <math.h>
+#include <string.h>
+
+#include "reduce_ispc.h"
+#include "x86.h"
+
+#define UD_TILE 1024
+#define UD_GRAIN (1 << 15) /* input elements per thread below which work stays on one core */
+
+typedef void (*RowFn)(int64_t n, const void* x, int64_t st, void* acc, int64_t base,
+                      int64_t* where);
+typedef void (*ColFn)(int64_t n, void* acc, const void* x);
+typedef void (*FinishFn)(int64_t n, void* out, int64_t st, const void* acc, double div);
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_ARGMAX, R_ARGMIN };
+typedef union {
+  double f;
+  int64_t i;
+} Acc;
+
+#define UD_ROWS(OP) {ud_row_##OP##_f32, ud_row_##OP##_f64, ud_row_##OP##_i32, ud_row_##OP##_i64}
+#define UD_COLS(OP) {ud_col_##OP##_f32, ud_col_##OP##_f64, ud_col_##OP##_i32, ud_col_##OP##_i64}
+static const struct {
+  const char* name;
+  unsigned dtypes;
+  RowFn row[4];
+  ColFn col[4];
+  double init_f;
+  int64_t init_i;
+} g_red[] = {
+    {"sum", UD_NUMERIC_SET, UD_ROWS(sum), UD_COLS(sum), 0.0, 0},
+    {"mean", UD_FLOAT_SET, UD_ROWS(sum), UD_COLS(sum), 0.0, 0},
+    {"max", UD_NUMERIC_SET, UD_ROWS(max), UD_COLS(max), -INFINITY, INT64_MIN},
+    {"min", UD_NUMERIC_SET, UD_ROWS(min), UD_COLS(min), INFINITY, INT64_MAX},
+    {"prod", UD_NUMERIC_SET, UD_ROWS(prod), UD_COLS(prod), 1.0, 1},
+    {"argmax", UD_NUMERIC_SET, UD_ROWS(argmax), {NULL}, 0.0, 0},
+    {"argmin", UD_NUMERIC_SET, UD_ROWS(argmin), {NULL}, 0.0, 0},
+};
+static const FinishFn g_finish[4] = {ud_finish_f32, ud_finish_f64, ud_finish_i32, ud_finish_i64};
+
+typedef struct {
+  int op, dt, is_arg, kd, rd; /* kd/rd: collapsed kept/reduced ndim */
+  int64_t kshape[UD_KIT_MAX_DIMS], kstr[2][UD_KIT_MAX_DIMS]; /* [0] x, [1] out */
+  int64_t rshape[UD_KIT_MAX_DIMS], rstr[1][UD_KIT_MAX_DIMS];
+  int64_t kept_n, red_n;
+  const char* x;
+  char* out;
+  int xsize, osize;
+  double div;
+} Red;
+
+static Acc acc_init(const Red* R) {
+  Acc a;
+  if (R->dt <= UD_F64)
+    a.f = g_red[R->op].init_f;
+  else
+    a.i = g_red[R->op].init_i;
+  return a;
+}
+
+/* Combine reduced elements [begin, end) (flat, row-major) of the input at `x` into acc/where. */
+static void reduce_range(const Red* R, const char* x, int64_t begin, int64_t end, Acc* acc,
+                         int64_t* where) {
+  const RowFn row = g_red[R->op].row[R->dt];
+  const int last = R->rd - 1;
+  const int64_t inner = R->rshape[last], st = R->rstr[0][last];
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t i = pos % inner;
+    const int64_t n = inner - i < end - pos ? inner - i : end - pos;
+    const int64_t off = ud_x86_offset(pos, R->rd, R->rshape, R->rstr[0]);
+    row(n, x + off * R->xsize, st, acc, pos, where);
+    pos += n;
+  }
+}
+
+static void store(const Red* R, int64_t k, Acc acc, int64_t where) {
+  char* out = R->out + ud_x86_offset(k, R->kd, R->kshape, R->kstr[1]) * R->osize;
+  if (R->is_arg)
+    *(int64_t*)out = where;
+  else
+    g_finish[R->dt](1, out, 1, &acc, R->div);
+}
+
+static void rows_task(void* ctx, int64_t begin, int64_t end) {
+  const Red* R = ctx;
+  for (int64_t k = begin; k < end; k++) {
+    Acc acc = acc_init(R);
+    int64_t where = -1;
+    const char* x = R->x + ud_x86_offset(k, R->kd, R->kshape, R->kstr[0]) * R->xsize;
+    reduce_range(R, x, 0, R->red_n, &acc, &where);
+    store(R, k, acc, where);
+  }
+}
+
+/* Few outputs, long reductions: each output's reduced range is split over the pool. */
+typedef struct {
+  const Red* R;
+  const char* x;
+  int64_t part;
+  Acc acc[64];
+  int64_t where[64];
+} Split;
+
+static void split_task(void* ctx, int64_t begin, int64_t end) {
+  Split* S = ctx;
+  for (int64_t p = begin; p < end; p++) {
+    int64_t lo = p * S->part, hi = lo + S->part < S->R->red_n ? lo + S->part : S->R->red_n;
+    S->acc[p] = acc_init(S->R);
+    S->where[p] = -1;
+    if (lo < hi) reduce_range(S->R, S->x, lo, hi, &S->acc[p], &S->where[p]);
+  }
+}
+
+static void reduce_split(const Red* R) {
+  int parts = ud_x86_threads() > 64 ? 64 : ud_x86_threads();
+  for (int64_t k = 0; k < R->kept_n; k++) {
+    Split S = {R, R->x + ud_x86_offset(k, R->kd, R->kshape, R->kstr[0]) * R->xsize,
+               (R->red_n + parts - 1) / parts, {{0}}, {0}};
+    ud_x86_parallel(parts, 1, split_task, &S);
+    /* the partials are accumulators (double or int64): combine them with the f64/i64 rows */
+    const int wide = R->dt <= UD_F64 ? UD_F64 : UD_I64;
+    Acc acc = acc_init(R);
+    int64_t where = -1, best = -1;
+    if (R->is_arg) {
+      for (int p = 0; p < parts; p++) /* drop empty parts: their value means nothing */
+        if (S.where[p] < 0) S.acc[p] = S.acc[0];
+      g_red[R->op].row[wide](parts, S.acc, 1, &acc, 0, &best);
+      where = S.where[best];
+    } else {
+      g_red[R->op].row[wide](parts, S.acc, 1, &acc, 0, NULL);
+    }
+    store(R, k, acc, where);
+  }
+}
+
+/* Column layout: tiles of contiguous output elements accumulate whole input rows. */
+static void cols_task(void* ctx, int64_t begin, int64_t end) {
+  const Red* R = ctx;
+  const int last = R->kd - 1;
+  const int64_t inner = R->kshape[last], tiles = (inner + UD_TILE - 1) / UD_TILE;
+  _Alignas(64) Acc acc[UD_TILE];
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t outer = t / tiles, j0 = (t % tiles) * UD_TILE;
+    const int64_t n = inner - j0 < UD_TILE ? inner - j0 : UD_TILE;
+    const int64_t kflat = outer * inner + j0;
+    const char* x = R->x + ud_x86_offset(kflat, R->kd, R->kshape, R->kstr[0]) * R->xsize;
+    char* out = R->out + ud_x86_offset(kflat, R->kd, R->kshape, R->kstr[1]) * R->osize;
+    const Acc init = acc_init(R);
+    for (int64_t j = 0; j < n; j++) acc[j] = init;
+    for (int64_t r = 0; r < R->red_n; r++)
+      g_red[R->op].col[R->dt](n, acc, x + ud_x86_offset(r, R->rd, R->rshape, R->rstr[0]) * R->xsize);
+    g_finish[R->dt](n, out, R->kstr[1][last], acc, R->div);
+  }
+}
+
+static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
+  const char* name = g_red[op].name;
+  Red R = {.op = op, .is_arg = op >= R_ARGMAX};
+  UD_TRY(ud_x86_check_args(name, a, 1, 1, "nb"));
+  UD_TRY(ud_x86_check_dt(name, "x", &a->inputs[0], g_red[op].dtypes, &R.dt));
+  const UD_Tensor *x = &a->inputs[0], *y = &a->outputs[0];
+  UD_TRY(ud_kit_check_dtype(name, "y", y, R.is_arg ? ud_x86_dtype(UD_I64) : x->dtype));
+  const int64_t* axes = a->attrs[0].value.ints.data;
+  const int64_t naxes = a->attrs[0].value.ints.len;
+  const int keepdims = a->attrs[1].value.b;
+  UD_REQUIRE(!R.is_arg || naxes <= 1, "%s: 'axes' has %lld axes, expected at most 1", name,
+             (long long)naxes);
+  int reduced[UD_KIT_MAX_DIMS] = {0};
+  for (int64_t i = 0; i < naxes; i++) {
+    int ax;
+    UD_TRY(ud_x86_axis(name, axes[i], x->ndim, &ax));
+    UD_REQUIRE(x->ndim == 0 || !reduced[ax], "%s: axis %lld appears twice in 'axes'", name,
+               (long long)axes[i]);
+    reduced[ax] = x->ndim > 0;
+  }
+  /* split x's dims into kept and reduced; check y's shape on the way */
+  int64_t ks[UD_KIT_MAX_DIMS], kx[UD_KIT_MAX_DIMS], ky[UD_KIT_MAX_DIMS];
+  int64_t rs[UD_KIT_MAX_DIMS], rx[UD_KIT_MAX_DIMS];
+  int nk = 0, nr = 0, yd = 0, shape_ok = 1;
+  R.kept_n = R.red_n = 1;
+  for (int k = 0; k < x->ndim; k++) {
+    const int red = naxes == 0 || reduced[k];
+    if (red) {
+      rs[nr] = x->shape[k];
+      rx[nr++] = x->strides[k];
+      R.red_n *= x->shape[k];
+      if (keepdims) shape_ok &= yd < y->ndim && y->shape[yd++] == 1;
+    } else {
+      ks[nk] = x->shape[k];
+      kx[nk] = x->strides[k];
+      shape_ok &= yd < y->ndim && y->shape[yd] == x->shape[k];
+      ky[nk++] = yd < y->ndim ? y->strides[yd++] : 0;
+      R.kept_n *= x->shape[k];
+    }
+  }
+  UD_REQUIRE(shape_ok && yd == y->ndim,
+             "%s: output 'y' has ndim %d or a shape that does not match x reduced over 'axes' "
+             "(keepdims=%d)", name, y->ndim, keepdims);
+  if (R.kept_n == 0) return NULL;
+  UD_REQUIRE(R.red_n > 0 || op == R_SUM || op == R_MEAN || op == R_PROD,
+             "%s: reducing an empty axis has no identity", name);
+  R.x = ud_x86_ptr(x);
+  R.out = ud_x86_ptr(y);
+  R.xsize = (int)ud_kit_itemsize(x->dtype);
+  R.osize = (int)ud_kit_itemsize(y->dtype);
+  R.div = op == R_MEAN ? (double)R.red_n : 1.0;
+  const int64_t* kv[2] = {kx, ky};
+  const int64_t* rv[1] = {rx};
+  R.kd = ud_kit_collapse(nk, ks, 2, kv, R.kshape, R.kstr);
+  R.rd = ud_kit_collapse(nr, rs, 1, rv, R.rshape, R.rstr);
+  if (R.kd == 0) R.kshape[0] = 1, R.kstr[0][0] = R.kstr[1][0] = 1, R.kd = 1;
+  if (R.rd == 0) R.rshape[0] = 1, R.rstr[0][0] = 1, R.rd = 1; /* incl. an empty reduction */
+  if (R.red_n == 0) {
+    Acc acc = acc_init(&R);
+    for (int64_t k = 0; k < R.kept_n; k++) store(&R, k, acc, -1);
+    return NULL;
+  }
+  const int threads = ud_x86_threads();
+  const int cols = !R.is_arg && R.rstr[0][R.rd - 1] != 1 && R.kstr[0][R.kd - 1] == 1;
+  if (cols) {
+    const int64_t inner = R.kshape[R.kd - 1];
+    const int64_t tiles = R.kept_n / inner * ((inner + UD_TILE - 1) / UD_TILE);
+    const int64_t per_tile = R.red_n * (inner < UD_TILE ? inner : UD_TILE);
+    ud_x86_parallel(tiles, UD_GRAIN / per_tile + 1, cols_task, &R);
+  } else if (R.kept_n < threads && R.red_n >= 2 * UD_GRAIN) {
+    reduce_split(&R);
+  } else {
+    ud_x86_parallel(R.kept_n, UD_GRAIN / R.red_n + 1, rows_task, &R);
+  }
+  return NULL;
+}
+
+#define UD_RED_KERNEL(K, OP) \
+  static UD_Error* k_##K(const UD_KernelArgs* a) { return reduce_kernel(OP, a); }
+UD_RED_KERNEL(sum, R_SUM)
+UD_RED_KERNEL(mean, R_MEAN)
+UD_RED_KERNEL(max, R_MAX)
+UD_RED_KERNEL(min, R_MIN)
+UD_RED_KERNEL(prod, R_PROD)
+UD_RED_KERNEL(argmax, R_ARGMAX)
+UD_RED_KERNEL(argmin, R_ARGMIN)
+
+const UD_X86Kernel ud_x86_reduce_kernels[] = {
+    {"sum", UD_NUMERIC_SET, k_sum},       {"mean", UD_FLOAT_SET, k_mean},
+    {"max", UD_NUMERIC_SET, k_max},       {"min", UD_NUMERIC_SET, k_min},
+    {"prod", UD_NUMERIC_SET, k_prod},     {"argmax", UD_NUMERIC_SET, k_argmax},
+    {"argmin", UD_NUMERIC_SET, k_argmin}, {NULL, 0, NULL},
+};

@@ -1,0 +1,48 @@
+"""The unidev plugin for x86-64 CPUs: host memory, ISPC kernels, OpenBLAS and oneDNN."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from unidev.plugins import Conformance, PluginSpec, hookimpl
+
+__all__ = ["library_path", "unidev_plugin"]
+
+_LIBRARY = "libunidev_x86.so"
+
+
+def library_path() -> str:
+    """The native library: ``$UNIDEV_X86_LIBRARY`` (a development build) or the installed one."""
+    return os.environ.get("UNIDEV_X86_LIBRARY") or str(Path(__file__).resolve().parent / _LIBRARY)
+
+
+def _applicable() -> str | None:
+    machine = os.uname().machine
+    if machine not in ("x86_64", "AMD64"):
+        return f"needs an x86-64 host (this is {machine})"
+    try:  # the kernels' lowest ISPC target is AVX2; ISPC's dispatch aborts on older CPUs
+        with open("/proc/cpuinfo") as f:
+            if " avx2" not in f.read():
+                return "needs a CPU with AVX2"
+    except OSError:
+        pass
+    return None
+
+
+@hookimpl
+def unidev_plugin() -> PluginSpec:
+    return PluginSpec(
+        name="x86",
+        # neither torch ([a-z_]+) nor TensorFlow ([A-Z][A-Z_]*) accepts digits in a device type,
+        # and TF's oneDNN graph rewrites claim every device type containing "CPU"
+        torch_name="avx",
+        tf_type="AVX",
+        library=library_path(),
+        priority=40,
+        host_addressable=True,
+        version="0.1.0",
+        description="x86-64 host CPU: ISPC (AVX2/AVX-512) memory-bound kernels, OpenBLAS, oneDNN",
+        conformance=Conformance(tier=2),
+        applicable=_applicable(),
+    )
