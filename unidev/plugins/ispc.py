@@ -31,8 +31,13 @@ class IspcError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where the provisioned compiler lives: ``$UNIDEV_CACHE/ispc`` or ``~/.cache/unidev/ispc``."""
-    base = os.environ.get("UNIDEV_CACHE") or Path.home() / ".cache" / "unidev"
+    """Where the compiler is provisioned: ``<unidev cache>/ispc``.
+
+    The cache is ``$UNIDEV_CACHE_DIR``, else ``$XDG_CACHE_HOME/unidev``, else ``~/.cache/unidev``
+    (the same folder the adapters' build cache uses).
+    """
+    base = os.environ.get("UNIDEV_CACHE_DIR") or Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "unidev"
     return Path(base) / "ispc"
 
 

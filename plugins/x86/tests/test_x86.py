@@ -72,7 +72,7 @@ def test_ispc_forced_path_must_run(monkeypatch) -> None:
 
 
 def test_ispc_without_apt_says_what_to_do(tmp_path) -> None:
-    env = dict(os.environ, UNIDEV_CACHE=str(tmp_path), PATH=str(tmp_path))
+    env = dict(os.environ, UNIDEV_CACHE_DIR=str(tmp_path), PATH=str(tmp_path))
     env.pop("UNIDEV_ISPC", None)
     done = subprocess.run([sys.executable, "-m", "unidev.plugins.ispc"], capture_output=True,
                           text=True, env=env)
