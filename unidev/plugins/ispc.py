@@ -88,6 +88,8 @@ def _ensure_llvm(arch: str) -> None:
         raise IspcError(f"ISPC provisioning: Debian 13's ispc needs {_LLVM_PACKAGE}; run "
                         f"`sudo apt-get install -y {_LLVM_PACKAGE}` once, then build again")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    # a fresh machine has no package lists yet: without an update, install finds nothing
+    subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, check=False)
     done = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", _LLVM_PACKAGE],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
