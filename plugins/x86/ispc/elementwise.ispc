@@ -35,61 +35,43 @@ static inline double ud_pow(double x, double y) { return pow(x, y); }
 UD_GELU(float)
 UD_GELU(double)
 
-#define UD_STAMP_U(sfx, TT, NAME, OT, E)                               \
+// One function per op and dtype T: output type OT, the third input's type CT (bool for where).
+// Every input pointer is valid (the C side passes the first input for the ones an op lacks),
+// so the loop reads all three and the compiler drops the loads an expression does not use.
+// p[1] == 2 says b is one value broadcast over the run (e.g. param.mul_(scalar)): it is read
+// once instead of being packed into a tile, so such calls run at the speed of one input.
+#define UD_STAMP(sfx, TT, NAME, OT, CT, E)                             \
   export void ud_##NAME##_##sfx(UD_EW_ARGS) {                          \
     typedef TT T;                                                      \
     UD_PARAMS(T)                                                       \
     uniform OT *uniform o = (uniform OT * uniform) o_;                 \
-    const uniform T *uniform a = (const uniform T *uniform)a_;         \
-    foreach (i = 0 ... n) {                                            \
-      T x = a[i];                                                      \
-      o[i] = (OT)(E);                                                  \
-    }                                                                  \
-  }
-#define UD_STAMP_B(sfx, TT, NAME, OT, E)                               \
-  export void ud_##NAME##_##sfx(UD_EW_ARGS) {                          \
-    typedef TT T;                                                      \
-    UD_PARAMS(T)                                                       \
-    uniform OT *uniform o = (uniform OT * uniform) o_;                 \
-    const uniform T *uniform a = (const uniform T *uniform)a_;         \
-    const uniform T *uniform b = (const uniform T *uniform)b_;         \
-    foreach (i = 0 ... n) {                                            \
-      T x = a[i], y = b[i];                                            \
-      o[i] = (OT)(E);                                                  \
-    }                                                                  \
-  }
-#define UD_STAMP_T(sfx, TT, NAME, CT, E)                               \
-  export void ud_##NAME##_##sfx(UD_EW_ARGS) {                          \
-    typedef TT T;                                                      \
-    UD_PARAMS(T)                                                       \
-    uniform T *uniform o = (uniform T * uniform) o_;                   \
     const uniform T *uniform a = (const uniform T *uniform)a_;         \
     const uniform T *uniform b = (const uniform T *uniform)b_;         \
     const uniform CT *uniform c = (const uniform CT *uniform)c_;       \
+    if (p[1] == 2) { /* b is one value, broadcast (src/elementwise.c) */ \
+      const uniform T y = b[0];                                        \
+      foreach (i = 0 ... n) {                                          \
+        T x = a[i];                                                    \
+        CT z = c[i];                                                   \
+        o[i] = (OT)(E);                                                \
+      }                                                                \
+      return;                                                          \
+    }                                                                  \
     foreach (i = 0 ... n) {                                            \
       T x = a[i], y = b[i];                                            \
       CT z = c[i];                                                     \
-      o[i] = (T)(E);                                                   \
+      o[i] = (OT)(E);                                                  \
     }                                                                  \
   }
-#define UD_SAME_U(sfx, TT, NAME, E) UD_STAMP_U(sfx, TT, NAME, TT, E)
-#define UD_BOOL_U(sfx, TT, NAME, E) UD_STAMP_U(sfx, TT, NAME, bool8, E)
-#define UD_SAME_B(sfx, TT, NAME, E) UD_STAMP_B(sfx, TT, NAME, TT, E)
-#define UD_BOOL_B(sfx, TT, NAME, E) UD_STAMP_B(sfx, TT, NAME, bool8, E)
-#define UD_SAME_T(sfx, TT, NAME, E) UD_STAMP_T(sfx, TT, NAME, TT, E)
-#define UD_COND_T(sfx, TT, NAME, E) UD_STAMP_T(sfx, TT, NAME, bool8, E)
 
-#define U_F(NAME, SIG, ARGS, E) UD_FLOATS(UD_SAME_U, NAME, E)
-#define U_N(NAME, SIG, ARGS, E) UD_NUMERIC(UD_SAME_U, NAME, E)
-#define U_A2B(NAME, SIG, ARGS, E) UD_ALL(UD_BOOL_U, NAME, E)
-#define B_F(NAME, SIG, ARGS, E) UD_FLOATS(UD_SAME_B, NAME, E)
-#define B_N(NAME, SIG, ARGS, E) UD_NUMERIC(UD_SAME_B, NAME, E)
-#define B_A(NAME, SIG, ARGS, E) UD_ALL(UD_SAME_B, NAME, E)
-#define B_N2B(NAME, SIG, ARGS, E) UD_NUMERIC(UD_BOOL_B, NAME, E)
-#define B_A2B(NAME, SIG, ARGS, E) UD_ALL(UD_BOOL_B, NAME, E)
-#define T_F(NAME, SIG, ARGS, E) UD_FLOATS(UD_SAME_T, NAME, E)
-#define T_W(NAME, SIG, ARGS, E) UD_ALL(UD_COND_T, NAME, E)
+#include "elementwise_kinds.h"
+#define UD_FLOAT UD_FLOATS
+#define UD_EW(NAME, SIG, ARGS, E, NIN, GROUP, OT, CT) UD_##GROUP(UD_STAMP, NAME, OT, CT, E)
 #include "elementwise.def"
+
+// mse_loss's tiles (src/nn.c): o = (x - t)^2 and o = p0 (x - t) g.
+UD_FLOATS(UD_STAMP, mse, T, T, (x - y) * (x - y))
+UD_FLOATS(UD_STAMP, mse_backward, T, T, p0 * (x - y) * z)
 
 // Strided operands <-> contiguous tiles, by element size (stride 0 = broadcast one element).
 #define UD_STAMP_PACK(sfx, T)                                                              \

@@ -1,4 +1,4 @@
-// memory.ispc — casts between every pair of dtypes, fill and arange. Strides and threads are the
+// memory.ispc — casts between every pair of dtypes and arange. Strides and threads are the
 // C side's (src/memory.c); these loops see contiguous tiles (arange writes with a stride).
 #include "common.isph"
 
@@ -19,18 +19,11 @@
   UD_CAST(b8, bool8, fsfx, FROM, (bool8)(x != 0))
 UD_ALL(UD_CAST_FROM, _)
 
-#define UD_FILL(sfx, T, CONV)                                                \
-  export void ud_fill_##sfx(UD_EW_ARGS) {                                    \
-    uniform T *uniform o = (uniform T * uniform) o_;                         \
-    const uniform double x = p[0];                                           \
-    const uniform T v = CONV;                                                \
-    foreach (i = 0 ... n) o[i] = v;                                          \
-  }                                                                          \
+// o[i * st] = start + i * step, converted as a C cast
+#define UD_ARANGE(sfx, T, _)                                                       \
   export void ud_arange_##sfx(uniform int64 n, void *uniform o_, uniform int64 st, \
-                              uniform double start, uniform double step) {   \
-    uniform T *uniform o = (uniform T * uniform) o_;                         \
-    foreach (i = 0 ... n) o[(int64)i * st] = (T)(start + (double)i * step);  \
+                              uniform double start, uniform double step) {         \
+    uniform T *uniform o = (uniform T * uniform) o_;                               \
+    foreach (i = 0 ... n) o[(int64)i * st] = (T)(start + (double)i * step);        \
   }
-#define UD_FILL_NUM(sfx, T, _) UD_FILL(sfx, T, (uniform T)x)
-UD_NUMERIC(UD_FILL_NUM, _)
-UD_FILL(b8, bool8, (uniform bool8)(x != 0))
+UD_ALL(UD_ARANGE, _)

@@ -1,4 +1,4 @@
-// nn.ispc — pooling over one [H, W] plane, batch-norm rows, and the mse tiles. The C side
+// nn.ispc — pooling over one [H, W] plane, and batch-norm rows. The C side
 // (src/nn.c) validates, walks planes, channels and rows, and splits them over cores.
 #include "common.isph"
 #include "pool2d.h"
@@ -152,21 +152,3 @@ UD_FLOATS(UD_POOL, _)
   }
 
 UD_FLOATS(UD_BN, _)
-
-// mse: o = (x - t)^2 and o = p0 (x - t) g, on contiguous tiles (src/elementwise.c's engine)
-#define UD_MSE(sfx, T, _)                                                          \
-  export void ud_mse_##sfx(UD_EW_ARGS) {                                           \
-    uniform T *uniform o = (uniform T * uniform) o_;                               \
-    const uniform T *uniform x = (const uniform T *uniform)a_;                     \
-    const uniform T *uniform t = (const uniform T *uniform)b_;                     \
-    foreach (i = 0 ... n) o[i] = (x[i] - t[i]) * (x[i] - t[i]);                    \
-  }                                                                                \
-  export void ud_mse_backward_##sfx(UD_EW_ARGS) {                                  \
-    uniform T *uniform o = (uniform T * uniform) o_;                               \
-    const uniform T *uniform x = (const uniform T *uniform)a_;                     \
-    const uniform T *uniform t = (const uniform T *uniform)b_;                     \
-    const uniform T *uniform g = (const uniform T *uniform)c_;                     \
-    const uniform T k = (T)p[0];                                                   \
-    foreach (i = 0 ... n) o[i] = k * (x[i] - t[i]) * g[i];                         \
-  }
-UD_FLOATS(UD_MSE, _)

@@ -14,32 +14,28 @@
     varying double s = 0;                                                         \
     foreach (i = 0 ... n) s += (double)exp(x[(int64)i * SX] - mu);                \
     const uniform T total = (T)reduce_add(s);                                     \
-    if (log_) {                                                                   \
-      const uniform T shift = mu + log(total);                                    \
+    const uniform T shift = mu + log(total), inv = 1 / total;                     \
+    if (log_)                                                                     \
       foreach (i = 0 ... n) y[(int64)i * SY] = x[(int64)i * SX] - shift;          \
-    } else {                                                                      \
-      const uniform T inv = 1 / total;                                            \
+    else                                                                          \
       foreach (i = 0 ... n) y[(int64)i * SY] = exp(x[(int64)i * SX] - mu) * inv;  \
-    }                                                                             \
   }
 
 // softmax: gx = y (gy - sum(gy y));  log_softmax: gx = gy - exp(y) sum(gy)
 #define UD_SOFTMAX_BACKWARD_BODY(T, SG, SGY, SY)                                  \
   {                                                                               \
     varying double s = 0;                                                         \
-    if (log_) {                                                                   \
+    if (log_)                                                                     \
       foreach (i = 0 ... n) s += (double)gy[(int64)i * SGY];                      \
-    } else {                                                                      \
+    else                                                                          \
       foreach (i = 0 ... n) s += (double)(gy[(int64)i * SGY] * y[(int64)i * SY]); \
-    }                                                                             \
     const uniform T total = (T)reduce_add(s);                                     \
-    if (log_) {                                                                   \
+    if (log_)                                                                     \
       foreach (i = 0 ... n)                                                       \
         gx[(int64)i * SG] = gy[(int64)i * SGY] - exp(y[(int64)i * SY]) * total;  \
-    } else {                                                                      \
+    else                                                                          \
       foreach (i = 0 ... n)                                                       \
         gx[(int64)i * SG] = y[(int64)i * SY] * (gy[(int64)i * SGY] - total);     \
-    }                                                                             \
   }
 
 #define UD_SOFTMAX(sfx, T, _)                                                               \

@@ -36,9 +36,10 @@ static ptrdiff_t find(uintptr_t addr) {
 UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t addr, uint64_t bytes) {
   if (bytes == 0) return NULL;
   pthread_mutex_lock(&g_mem.lock);
-  ptrdiff_t i = find((uintptr_t)addr);
-  int known = i >= 0 && addr - g_mem.blocks[i].base < (g_mem.blocks[i].size ? g_mem.blocks[i].size : 1);
-  uint64_t room = known ? g_mem.blocks[i].size - (addr - g_mem.blocks[i].base) : 0;
+  const ptrdiff_t i = find((uintptr_t)addr);
+  const Block b = i >= 0 ? g_mem.blocks[i] : (Block){0, 0};
+  const int known = i >= 0 && addr - b.base < (b.size ? b.size : 1);
+  const uint64_t room = known ? b.size - (addr - b.base) : 0;
   pthread_mutex_unlock(&g_mem.lock);
   if (!known)
     return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
@@ -54,14 +55,13 @@ UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t addr, uin
 
 UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
   (void)stream;
-  UD_Error* err = ud_x86_check_device("mem_alloc", device);
-  if (err) return err;
-  if (!handle) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: 'handle' is NULL");
+  UD_TRY(ud_x86_check_device("mem_alloc", device));
+  UD_REQUIRE(handle, "mem_alloc: 'handle' is NULL");
   *handle = 0;
   const uint64_t rounded = (size + UD_ALIGN - 1) / UD_ALIGN * UD_ALIGN;
   void* p = size > (1ull << 56) ? NULL : aligned_alloc(UD_ALIGN, rounded ? rounded : UD_ALIGN);
   if (!p)
-    return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: cannot allocate %llu bytes of host memory",
+    return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: cannot allocate %llu host bytes",
                         (unsigned long long)size);
   pthread_mutex_lock(&g_mem.lock);
   if (g_mem.n == g_mem.cap) {
@@ -86,8 +86,7 @@ UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_H
 
 UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
   (void)stream;
-  UD_Error* err = ud_x86_check_device("mem_free", device);
-  if (err) return err;
+  UD_TRY(ud_x86_check_device("mem_free", device));
   pthread_mutex_lock(&g_mem.lock);
   ptrdiff_t i = find((uintptr_t)handle);
   int found = i >= 0 && g_mem.blocks[i].base == handle;
@@ -133,9 +132,8 @@ UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint
 UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                         uint64_t count) {
   (void)stream;
-  if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8",
-                        elem_size);
+  UD_REQUIRE(elem_size == 1 || elem_size == 2 || elem_size == 4 || elem_size == 8,
+             "memset: elem_size %u, expected 1, 2, 4 or 8", elem_size);
   if (count > UINT64_MAX / elem_size)
     return ud_kit_error(UD_ERR_OUT_OF_BOUNDS, "memset: %llu elements overflow",
                         (unsigned long long)count);
@@ -146,7 +144,7 @@ UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint3
   char* d = (char*)(uintptr_t)dst;
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = count - done < (1u << 26) ? count - done : (1u << 26);
-    ud_x86_pack((int)elem_size)((int64_t)n, d + done * elem_size, one, 0);
+    ud_x86_pack[elem_size]((int64_t)n, d + done * elem_size, one, 0);
     done += n;
   }
   return NULL;

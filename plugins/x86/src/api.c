@@ -3,9 +3,7 @@
  * Streams run work at enqueue (see x86.h), so a stream is always idle when a call returns and an
  * event is complete from the moment it is recorded. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,12 +43,8 @@ static UD_Error* device_properties(int32_t device, UD_DeviceProperties* props) {
   UD_TRY(ud_x86_check_device("device_properties", device));
   UD_REQUIRE(props && props->struct_size >= sizeof(UD_DeviceProperties),
              "device_properties: 'props' is NULL or its struct_size is too small");
-#if defined(__x86_64__)
-  __builtin_cpu_init();
+  __builtin_cpu_init(); /* plugins/arm64's x86_api_shim.h answers "no AVX-512" on aarch64 */
   const int avx512 = __builtin_cpu_supports("avx512f");
-#else
-  const int avx512 = 0; /* the arm64 plugin builds this file too: 16-byte NEON vectors */
-#endif
   snprintf(props->name, sizeof props->name, "%s host CPU (%s)", UD_PLUGIN_NAME,
            avx512 ? "AVX-512" : UD_PLUGIN_ISA);
   props->total_memory = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
@@ -75,17 +69,12 @@ static UD_Error* device_synchronize(int32_t device) {
 
 /* ---- streams and events: small tagged objects (work never waits, see above) ---- */
 enum { UD_STREAM_MAGIC = 0x5354524d, UD_EVENT_MAGIC = 0x45564e54 };
-typedef struct {
+struct UD_EventImpl {
   uint32_t magic;
   int recorded;        /* events: the stream has passed the event */
   struct timespec when; /* events: when it did */
-} Object;
-struct UD_StreamImpl {
-  Object o;
 };
-struct UD_EventImpl {
-  Object o;
-};
+typedef struct UD_EventImpl Object; /* a stream is the same object, its UD_Stream a cast */
 
 /* A NULL stream is the device's default stream; a NULL event is an error. */
 static UD_Error* check(const char* fn, const void* p, uint32_t magic) {
@@ -112,51 +101,45 @@ static UD_Error* destroy(const char* fn, void* p, uint32_t magic) {
   return NULL;
 }
 
-static UD_Error* stream_create(int32_t device, UD_Stream* s) {
-  return create("stream_create", device, s, UD_STREAM_MAGIC);
-}
-static UD_Error* stream_destroy(UD_Stream s) { return destroy("stream_destroy", s, UD_STREAM_MAGIC); }
-static UD_Error* stream_synchronize(UD_Stream s) {
-  return check("stream_synchronize", s, UD_STREAM_MAGIC);
-}
-static UD_Error* stream_query(UD_Stream s, int32_t* done) {
-  UD_TRY(check("stream_query", s, UD_STREAM_MAGIC));
-  UD_REQUIRE(done, "stream_query: 'done' is NULL");
+static UD_Error* query(const char* fn, const void* p, uint32_t magic, int32_t* done) {
+  UD_TRY(check(fn, p, magic));
+  UD_REQUIRE(done, "%s: 'done' is NULL", fn);
   *done = 1;
   return NULL;
 }
+
+/* create, destroy, synchronize and query of streams and events */
+#define UD_OBJECT_FNS(KIND, TYPE, MAGIC)                                          \
+  static UD_Error* KIND##_create(int32_t device, TYPE* out) {                     \
+    return create(#KIND "_create", device, out, MAGIC);                           \
+  }                                                                               \
+  static UD_Error* KIND##_destroy(TYPE o) { return destroy(#KIND "_destroy", o, MAGIC); } \
+  static UD_Error* KIND##_synchronize(TYPE o) { return check(#KIND "_synchronize", o, MAGIC); } \
+  static UD_Error* KIND##_query(TYPE o, int32_t* done) {                          \
+    return query(#KIND "_query", o, MAGIC, done);                                 \
+  }
+UD_OBJECT_FNS(stream, UD_Stream, UD_STREAM_MAGIC)
+UD_OBJECT_FNS(event, UD_Event, UD_EVENT_MAGIC)
+
 static UD_Error* stream_wait_event(UD_Stream s, UD_Event e) {
   UD_TRY(check("stream_wait_event", s, UD_STREAM_MAGIC));
   return check("stream_wait_event", e, UD_EVENT_MAGIC);
 }
-static UD_Error* event_create(int32_t device, UD_Event* e) {
-  return create("event_create", device, e, UD_EVENT_MAGIC);
-}
-static UD_Error* event_destroy(UD_Event e) { return destroy("event_destroy", e, UD_EVENT_MAGIC); }
 static UD_Error* event_record(UD_Event e, UD_Stream s) {
   UD_TRY(check("event_record", e, UD_EVENT_MAGIC));
   UD_TRY(check("event_record", s, UD_STREAM_MAGIC));
-  clock_gettime(CLOCK_MONOTONIC, &e->o.when);
-  e->o.recorded = 1;
+  clock_gettime(CLOCK_MONOTONIC, &e->when);
+  e->recorded = 1;
   return NULL;
-}
-static UD_Error* event_query(UD_Event e, int32_t* done) {
-  UD_TRY(check("event_query", e, UD_EVENT_MAGIC));
-  UD_REQUIRE(done, "event_query: 'done' is NULL");
-  *done = 1;
-  return NULL;
-}
-static UD_Error* event_synchronize(UD_Event e) {
-  return check("event_synchronize", e, UD_EVENT_MAGIC);
 }
 static UD_Error* event_elapsed(UD_Event start, UD_Event end, double* ms) {
   UD_TRY(check("event_elapsed", start, UD_EVENT_MAGIC));
   UD_TRY(check("event_elapsed", end, UD_EVENT_MAGIC));
   UD_REQUIRE(ms, "event_elapsed: 'milliseconds' is NULL");
-  UD_REQUIRE(start->o.recorded && end->o.recorded,
-             "event_elapsed: the %s event was never recorded", start->o.recorded ? "end" : "start");
-  *ms = (double)(end->o.when.tv_sec - start->o.when.tv_sec) * 1e3 +
-        (double)(end->o.when.tv_nsec - start->o.when.tv_nsec) * 1e-6;
+  UD_REQUIRE(start->recorded && end->recorded,
+             "event_elapsed: the %s event was never recorded", start->recorded ? "end" : "start");
+  *ms = (double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
+        (double)(end->when.tv_nsec - start->when.tv_nsec) * 1e-6;
   return NULL;
 }
 

@@ -1,6 +1,5 @@
 /* memory.c — tier 0 and shape ops: copy, fill, zero, cast, arange, concat, pad_constant. */
 #include <math.h>
-#include <string.h>
 
 #include "memory_ispc.h"
 #include "x86.h"
@@ -9,14 +8,18 @@
   {ud_cast_##F##_f32, ud_cast_##F##_f64, ud_cast_##F##_i32, ud_cast_##F##_i64, ud_cast_##F##_b8}
 static const ud_x86_tile_fn g_cast[UD_NDT][UD_NDT] = {
     UD_CAST_ROW(f32), UD_CAST_ROW(f64), UD_CAST_ROW(i32), UD_CAST_ROW(i64), UD_CAST_ROW(b8)};
-static const ud_x86_tile_fn g_fill[UD_NDT] = {ud_fill_f32, ud_fill_f64, ud_fill_i32, ud_fill_i64,
-                                              ud_fill_b8};
 static void (*const g_arange[UD_NDT])(int64_t, void*, int64_t, double, double) = {
     ud_arange_f32, ud_arange_f64, ud_arange_i32, ud_arange_i64, ud_arange_b8};
 
+/* value cast to dst's dtype, then copied into dst from a broadcast (stride 0) view of it */
 void ud_x86_fill_view(const UD_Tensor* dst, double value) {
-  const UD_Tensor* views[1] = {dst};
-  ud_x86_map(g_fill[ud_x86_dt(dst->dtype)], 1, views, &value);
+  uint64_t one;
+  g_cast[UD_F64][ud_x86_dt(dst->dtype)](1, &one, &value, NULL, NULL, NULL);
+  const int64_t zeros[UD_KIT_MAX_DIMS] = {0};
+  const UD_Tensor src = {(UD_Handle)(uintptr_t)&one, dst->device, dst->ndim, dst->dtype,
+                         dst->shape, zeros, 0};
+  const UD_Tensor* views[2] = {dst, &src};
+  ud_x86_map(NULL, 2, views, NULL);
 }
 
 static UD_Error* fill(const char* op, const UD_KernelArgs* a, const char* attrs) {
@@ -67,14 +70,6 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
   return NULL;
 }
 
-/* A view of `t` moved `offset` elements along `axis`, with the shape of `like`. */
-static UD_Tensor sub_view(const UD_Tensor* t, const UD_Tensor* like, int axis, int64_t offset) {
-  UD_Tensor v = *t;
-  v.shape = like->shape;
-  v.byte_offset += (uint64_t)(offset * t->strides[axis] * ud_kit_itemsize(t->dtype));
-  return v;
-}
-
 static UD_Error* k_concat(const UD_KernelArgs* a) {
   UD_TRY(ud_x86_check_args("concat", a, -1, 1, "i"));
   const UD_Tensor* out = &a->outputs[0];
@@ -96,12 +91,13 @@ static UD_Error* k_concat(const UD_KernelArgs* a) {
   UD_REQUIRE(total == out->shape[axis],
              "concat: output has %lld along axis %d, the inputs sum to %lld",
              (long long)out->shape[axis], axis, (long long)total);
-  int64_t at = 0;
+  UD_Tensor dst = *out; /* the part of out that input i fills */
+  const int64_t step = out->strides[axis] * ud_kit_itemsize(out->dtype); /* bytes per index */
   for (int i = 0; i < a->num_inputs; i++) {
-    UD_Tensor dst = sub_view(out, &a->inputs[i], axis, at);
     const UD_Tensor* views[2] = {&dst, &a->inputs[i]};
-    if (a->inputs[i].shape[axis]) ud_x86_map(NULL, 2, views, NULL);
-    at += a->inputs[i].shape[axis];
+    dst.shape = a->inputs[i].shape;
+    if (dst.shape[axis]) ud_x86_map(NULL, 2, views, NULL);
+    dst.byte_offset += (uint64_t)(dst.shape[axis] * step);
   }
   return NULL;
 }

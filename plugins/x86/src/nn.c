@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elementwise_ispc.h"
 #include "nn_ispc.h"
 #include "x86.h"
 
@@ -46,8 +47,8 @@ typedef struct {
 /* View v of channel c (forward: y, x; backward: grad_x, grad_y, x), row r. */
 static char* bn_row(const Bn* B, int v, int64_t c, int64_t r) {
   const UD_Tensor* t = v == 0 ? &B->a->outputs[0] : &B->a->inputs[v - 1];
-  return (char*)ud_x86_ptr(t) +
-         (c * t->strides[1] + ud_x86_offset(r, B->nd - 1, B->shape, B->str[v])) * (t->dtype.bits / 8);
+  const int64_t off = c * t->strides[1] + ud_x86_offset(r, B->nd - 1, B->shape, B->str[v]);
+  return (char*)ud_x86_ptr(t) + off * (t->dtype.bits / 8);
 }
 
 static void bn_task(void* ctx, int64_t begin, int64_t end) {
@@ -150,25 +151,12 @@ static UD_Error* bn_kernel(const char* op, const UD_KernelArgs* a, int backward)
                "%s: 'running_mean' and 'running_var' are required when training is False", op);
   }
   if (B.count == 0) B.count = 1; /* an empty batch: the channels still write their statistics */
-  int64_t shape[UD_KIT_MAX_DIMS], str[3][UD_KIT_MAX_DIMS];
-  const int64_t* sv[3] = {str[0], str[1], str[2]};
-  for (int k = 0, j = 0; k < x->ndim; k++) {
-    if (k == 1) continue;
-    shape[j] = x->shape[k];
-    for (int v = 0; v < B.nv; v++)
-      str[v][j] = (v == 0 ? &a->outputs[0] : &a->inputs[v - 1])->strides[k];
-    j++;
-  }
-  B.nd = ud_kit_collapse(x->ndim - 1, shape, B.nv, sv, B.shape, B.str);
-  if (B.nd == 0) B.shape[0] = 1, B.nd = 1;
+  const UD_Tensor* views[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
+  B.nd = ud_x86_collapse_views(B.nv, views, 1u << 1, B.shape, B.str); /* all but the channels */
   ud_x86_parallel(c, UD_GRAIN / (B.count + 1) + 1, bn_task, &B);
   return NULL;
 }
 
-static UD_Error* k_batch_norm(const UD_KernelArgs* a) { return bn_kernel("batch_norm", a, 0); }
-static UD_Error* k_batch_norm_backward(const UD_KernelArgs* a) {
-  return bn_kernel("batch_norm_backward", a, 1);
-}
 
 /* ---- losses ---- */
 static UD_Error* reduction(const char* op, const UD_KernelArgs* a, int* out) {
@@ -183,8 +171,7 @@ static UD_Error* reduction(const char* op, const UD_KernelArgs* a, int* out) {
 static UD_Error* check_shape(const char* op, const char* arg, const UD_Tensor* t, int ndim,
                              const int64_t* shape) {
   UD_REQUIRE(t->ndim == ndim && (!ndim || !memcmp(t->shape, shape, sizeof(int64_t) * ndim)),
-             "%s: '%s' has ndim %d or a shape that does not match the op's rule", op, arg,
-             t->ndim);
+             "%s: '%s' has ndim %d or a shape that does not match the op's rule", op, arg, t->ndim);
   return NULL;
 }
 
@@ -208,60 +195,42 @@ static UD_Error* nll_check(const char* op, const UD_KernelArgs* a, int first, in
   return NULL;
 }
 
-/* Sample i's weight (0 when ignored) and class. */
-static double nll_weight(const UD_KernelArgs* a, int first, int64_t i, int64_t* cls) {
-  *cls = get_i(&a->inputs[first + 1], i);
-  const UD_Tensor* w = &a->inputs[first + 2];
-  return *cls == a->attrs[1].value.i ? 0.0 : w->ndim >= 0 ? get_f(w, *cls) : 1.0;
-}
-
-static UD_Error* k_nll_loss(const UD_KernelArgs* a) {
-  const char* op = "nll_loss";
+/* nll_loss (loss, total_weight = outputs) and its backward (grad_loss, ..., total_weight =
+ * inputs, grad_logp = output): per sample i of class t, weight w (0 when ignored),
+ * loss_i = -w logp[i, t] and grad_logp[i, t] = -w grad_loss_i / (total_weight or 1). */
+static UD_Error* nll_kernel(const char* op, const UD_KernelArgs* a, int bw) {
   int red;
-  UD_TRY(ud_x86_check_args(op, a, 3, 2, "si"));
-  UD_TRY(nll_check(op, a, 0, &red));
-  const UD_Tensor *logp = &a->inputs[0], *target = &a->inputs[1];
-  const UD_Tensor *loss = &a->outputs[0], *total = &a->outputs[1];
-  UD_TRY(ud_kit_check_dtype(op, "loss", loss, logp->dtype));
+  UD_TRY(ud_x86_check_args(op, a, bw ? 5 : 3, bw ? 1 : 2, "si"));
+  UD_TRY(nll_check(op, a, bw, &red));
+  const UD_Tensor *logp = &a->inputs[bw], *target = &a->inputs[bw + 1], *w = &a->inputs[bw + 2];
+  const UD_Tensor* loss = bw ? &a->inputs[0] : &a->outputs[0];
+  const UD_Tensor* total = bw ? &a->inputs[4] : &a->outputs[1];
+  const char* loss_name = bw ? "grad_loss" : "loss";
+  UD_TRY(ud_kit_check_dtype(op, loss_name, loss, logp->dtype));
+  UD_TRY(check_shape(op, loss_name, loss, red == 0 ? target->ndim : 0, target->shape));
   UD_TRY(ud_kit_check_dtype(op, "total_weight", total, logp->dtype));
-  UD_TRY(check_shape(op, "loss", loss, red == 0 ? target->ndim : 0, target->shape));
   UD_TRY(check_shape(op, "total_weight", total, 0, NULL));
+  if (bw) {
+    UD_TRY(ud_kit_check_dtype(op, "grad_logp", &a->outputs[0], logp->dtype));
+    UD_TRY(ud_kit_check_same_shape(op, "grad_logp", &a->outputs[0], logp));
+    ud_x86_fill_view(&a->outputs[0], 0.0);
+  }
+  const double norm = bw && red == 1 ? get_f(total, 0) : 1.0;
   double sum = 0, wsum = 0;
   for (int64_t i = 0; i < (target->ndim ? target->shape[0] : 1); i++) {
-    int64_t cls;
-    const double w = nll_weight(a, 0, i, &cls);
-    const UD_Tensor row = row_of(logp, i);
-    const double li = w == 0.0 ? 0.0 : -w * get_f(&row, cls);
+    const int64_t cls = get_i(target, i);
+    const double wi = cls == a->attrs[1].value.i ? 0.0 : w->ndim >= 0 ? get_f(w, cls) : 1.0;
+    const UD_Tensor row = row_of(bw ? &a->outputs[0] : logp, i);
+    if (bw && wi != 0.0) set_f(&row, cls, -wi * get_f(loss, red == 0 ? i : 0) / norm);
+    if (bw) continue;
+    const double li = wi == 0.0 ? 0.0 : -wi * get_f(&row, cls);
     sum += li;
-    wsum += w;
+    wsum += wi;
     if (red == 0) set_f(loss, i, li);
   }
+  if (bw) return NULL;
   if (red != 0) set_f(loss, 0, red == 1 ? sum / wsum : sum);
   set_f(total, 0, wsum);
-  return NULL;
-}
-
-static UD_Error* k_nll_loss_backward(const UD_KernelArgs* a) {
-  const char* op = "nll_loss_backward";
-  int red;
-  UD_TRY(ud_x86_check_args(op, a, 5, 1, "si"));
-  UD_TRY(nll_check(op, a, 1, &red));
-  const UD_Tensor *g = &a->inputs[0], *logp = &a->inputs[1], *target = &a->inputs[2];
-  const UD_Tensor *total = &a->inputs[4], *gx = &a->outputs[0];
-  UD_TRY(ud_kit_check_dtype(op, "grad_loss", g, logp->dtype));
-  UD_TRY(check_shape(op, "grad_loss", g, red == 0 ? target->ndim : 0, target->shape));
-  UD_TRY(ud_kit_check_dtype(op, "total_weight", total, logp->dtype));
-  UD_TRY(check_shape(op, "total_weight", total, 0, NULL));
-  UD_TRY(ud_kit_check_dtype(op, "grad_logp", gx, logp->dtype));
-  UD_TRY(ud_kit_check_same_shape(op, "grad_logp", gx, logp));
-  ud_x86_fill_view(gx, 0.0);
-  const double norm = red == 1 ? get_f(total, 0) : 1.0;
-  for (int64_t i = 0; i < (target->ndim ? target->shape[0] : 1); i++) {
-    int64_t cls;
-    const double w = nll_weight(a, 1, i, &cls);
-    const UD_Tensor row = row_of(gx, i);
-    if (w != 0.0) set_f(&row, cls, -w * get_f(g, red == 0 ? i : 0) / norm);
-  }
   return NULL;
 }
 
@@ -292,32 +261,34 @@ static UD_Error* mse_kernel(const char* op, const UD_KernelArgs* a, int backward
     const double norm = red == 1 && numel ? 2.0 / (double)numel : 2.0;
     const UD_Tensor* views[4] = {out, x, t, &g};
     ud_x86_map(f32 ? ud_mse_backward_f32 : ud_mse_backward_f64, 4, views, &norm);
-  } else if (red == 0) {
-    const UD_Tensor* views[3] = {out, x, t};
-    ud_x86_map(f32 ? ud_mse_f32 : ud_mse_f64, 3, views, NULL);
   } else {
-    /* the squares into a contiguous scratch tensor, then one double-precision sum */
-    void* sq = malloc((size_t)(numel ? numel : 1) * (size_t)ud_kit_itemsize(x->dtype));
-    if (!sq) return ud_kit_host_oom_error();
+    /* the squares: into `out`, or (sum, mean) into a contiguous scratch tensor then summed in
+     * double precision */
+    void* sq = red ? malloc((size_t)(numel ? numel : 1) * (size_t)ud_kit_itemsize(x->dtype)) : NULL;
+    if (red && !sq) return ud_kit_host_oom_error();
     int64_t strides[UD_KIT_MAX_DIMS], stride = 1;
     for (int k = x->ndim - 1; k >= 0; stride *= x->shape[k--]) strides[k] = stride;
     const UD_Tensor flat = {(UD_Handle)(uintptr_t)sq, x->device, x->ndim, x->dtype, x->shape,
                             strides, 0};
-    const UD_Tensor* views[3] = {&flat, x, t};
+    const UD_Tensor* views[3] = {red ? &flat : out, x, t};
     ud_x86_map(f32 ? ud_mse_f32 : ud_mse_f64, 3, views, NULL);
+    if (!red) return NULL;
     double sums[2] = {0, 0};
     (f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(numel, sq, 1, 0.0, sums);
     free(sq);
-    const double sum = sums[0];
-    set_f(out, 0, red == 1 ? sum / (double)numel : sum);
+    set_f(out, 0, red == 1 ? sums[0] / (double)numel : sums[0]);
   }
   return NULL;
 }
 
-static UD_Error* k_mse_loss(const UD_KernelArgs* a) { return mse_kernel("mse_loss", a, 0); }
-static UD_Error* k_mse_loss_backward(const UD_KernelArgs* a) {
-  return mse_kernel("mse_loss_backward", a, 1);
-}
+#define UD_NN_KERNEL(NAME, FN, BWD) \
+  static UD_Error* k_##NAME(const UD_KernelArgs* a) { return FN(#NAME, a, BWD); }
+UD_NN_KERNEL(batch_norm, bn_kernel, 0)
+UD_NN_KERNEL(batch_norm_backward, bn_kernel, 1)
+UD_NN_KERNEL(nll_loss, nll_kernel, 0)
+UD_NN_KERNEL(nll_loss_backward, nll_kernel, 1)
+UD_NN_KERNEL(mse_loss, mse_kernel, 0)
+UD_NN_KERNEL(mse_loss_backward, mse_kernel, 1)
 
 const UD_X86Kernel ud_x86_nn_kernels[] = {
     {"batch_norm", UD_FLOAT_SET, k_batch_norm},

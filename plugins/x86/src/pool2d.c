@@ -75,12 +75,11 @@ static UD_Error* pool_kernel(const char* op, int kind, int backward, const UD_Ke
   UD_REQUIRE(x->ndim == 4, "%s: 'x' has ndim %d, expected 4 [N, C, H, W]", op, x->ndim);
   Geom* g = &P.g;
   int64_t k[2], s[2], p[2], d[2] = {1, 1};
+  UD_TRY(pair(op, &a->attrs[0], NULL, 1, k)); /* output_size or kernel_size */
   if (kind == P_ADAPTIVE) {
-    UD_TRY(pair(op, &a->attrs[0], NULL, 1, k));
     UD_REQUIRE(x->shape[2] && x->shape[3], "%s: 'x' has an empty plane", op);
     *g = (Geom){.h = x->shape[2], .w = x->shape[3], .oh = k[0], .ow = k[1], .adaptive = 1};
   } else {
-    UD_TRY(pair(op, &a->attrs[0], NULL, 1, k));
     UD_TRY(pair(op, &a->attrs[1], k, 1, s));
     UD_TRY(pair(op, &a->attrs[2], NULL, 0, p));
     if (kind == P_MAX) UD_TRY(pair(op, &a->attrs[3], NULL, 1, d));

@@ -6,7 +6,6 @@
  * an outer axis), tiles of output elements accumulate whole input rows ("column" layout). Large
  * work splits over output elements, or over the reduced range when there are few outputs. */
 #include <math.h>
-#include <string.h>
 
 #include "reduce_ispc.h"
 #include "x86.h"
@@ -32,16 +31,15 @@ static const struct {
   unsigned dtypes;
   RowFn row[4];
   ColFn col[4];
-  double init_f;
-  int64_t init_i;
+  Acc init[2]; /* the accumulator's start: float dtypes, integer dtypes */
 } g_red[] = {
-    {"sum", UD_NUMERIC_SET, UD_ROWS(sum), UD_COLS(sum), 0.0, 0},
-    {"mean", UD_FLOAT_SET, UD_ROWS(sum), UD_COLS(sum), 0.0, 0},
-    {"max", UD_NUMERIC_SET, UD_ROWS(max), UD_COLS(max), -INFINITY, INT64_MIN},
-    {"min", UD_NUMERIC_SET, UD_ROWS(min), UD_COLS(min), INFINITY, INT64_MAX},
-    {"prod", UD_NUMERIC_SET, UD_ROWS(prod), UD_COLS(prod), 1.0, 1},
-    {"argmax", UD_NUMERIC_SET, UD_ROWS(argmax), {NULL}, 0.0, 0},
-    {"argmin", UD_NUMERIC_SET, UD_ROWS(argmin), {NULL}, 0.0, 0},
+    {"sum", UD_NUMERIC_SET, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
+    {"mean", UD_FLOAT_SET, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
+    {"max", UD_NUMERIC_SET, UD_ROWS(max), UD_COLS(max), {{.f = -INFINITY}, {.i = INT64_MIN}}},
+    {"min", UD_NUMERIC_SET, UD_ROWS(min), UD_COLS(min), {{.f = INFINITY}, {.i = INT64_MAX}}},
+    {"prod", UD_NUMERIC_SET, UD_ROWS(prod), UD_COLS(prod), {{.f = 1.0}, {.i = 1}}},
+    {"argmax", UD_NUMERIC_SET, UD_ROWS(argmax), {NULL}, {{.f = 0.0}, {.i = 0}}},
+    {"argmin", UD_NUMERIC_SET, UD_ROWS(argmin), {NULL}, {{.f = 0.0}, {.i = 0}}},
 };
 static const FinishFn g_finish[4] = {ud_finish_f32, ud_finish_f64, ud_finish_i32, ud_finish_i64};
 
@@ -54,16 +52,8 @@ typedef struct {
   char* out;
   int xsize, osize;
   double div;
+  Acc init; /* the accumulator's start value */
 } Red;
-
-static Acc acc_init(const Red* R) {
-  Acc a;
-  if (R->dt <= UD_F64)
-    a.f = g_red[R->op].init_f;
-  else
-    a.i = g_red[R->op].init_i;
-  return a;
-}
 
 /* Combine reduced elements [begin, end) (flat, row-major) of the input at `x` into acc/where. */
 static void reduce_range(const Red* R, const char* x, int64_t begin, int64_t end, Acc* acc,
@@ -91,7 +81,7 @@ static void store(const Red* R, int64_t k, Acc acc, int64_t where) {
 static void rows_task(void* ctx, int64_t begin, int64_t end) {
   const Red* R = ctx;
   for (int64_t k = begin; k < end; k++) {
-    Acc acc = acc_init(R);
+    Acc acc = R->init;
     int64_t where = -1;
     const char* x = R->x + ud_x86_offset(k, R->kd, R->kshape, R->kstr[0]) * R->xsize;
     reduce_range(R, x, 0, R->red_n, &acc, &where);
@@ -112,7 +102,7 @@ static void split_task(void* ctx, int64_t begin, int64_t end) {
   Split* S = ctx;
   for (int64_t p = begin; p < end; p++) {
     int64_t lo = p * S->part, hi = lo + S->part < S->R->red_n ? lo + S->part : S->R->red_n;
-    S->acc[p] = acc_init(S->R);
+    S->acc[p] = S->R->init;
     S->where[p] = -1;
     if (lo < hi) reduce_range(S->R, S->x, lo, hi, &S->acc[p], &S->where[p]);
   }
@@ -126,23 +116,19 @@ static void reduce_split(const Red* R) {
     ud_x86_parallel(parts, 1, split_task, &S);
     /* the partials are accumulators (double or int64): combine them with the f64/i64 rows */
     const int wide = R->dt <= UD_F64 ? UD_F64 : UD_I64;
-    Acc acc = acc_init(R);
-    int64_t where = -1, best = -1;
-    if (R->is_arg) {
-      for (int p = 0; p < parts; p++) /* drop empty parts: their value means nothing */
-        if (S.where[p] < 0) S.acc[p] = S.acc[0];
-      g_red[R->op].row[wide](parts, S.acc, 1, &acc, 0, &best);
-      where = S.where[best];
-    } else {
-      g_red[R->op].row[wide](parts, S.acc, 1, &acc, 0, NULL);
-    }
-    store(R, k, acc, where);
+    Acc acc = R->init;
+    int64_t best = -1; /* argmax/argmin: the winning part */
+    for (int p = 0; R->is_arg && p < parts; p++) /* drop empty parts: their value means nothing */
+      if (S.where[p] < 0) S.acc[p] = S.acc[0];
+    g_red[R->op].row[wide](parts, S.acc, 1, &acc, 0, &best);
+    store(R, k, acc, R->is_arg ? S.where[best] : -1);
   }
 }
 
 /* Column layout: tiles of contiguous output elements accumulate whole input rows. */
 static void cols_task(void* ctx, int64_t begin, int64_t end) {
   const Red* R = ctx;
+  const ColFn col = g_red[R->op].col[R->dt];
   const int last = R->kd - 1;
   const int64_t inner = R->kshape[last], tiles = (inner + UD_TILE - 1) / UD_TILE;
   _Alignas(64) Acc acc[UD_TILE];
@@ -152,10 +138,9 @@ static void cols_task(void* ctx, int64_t begin, int64_t end) {
     const int64_t kflat = outer * inner + j0;
     const char* x = R->x + ud_x86_offset(kflat, R->kd, R->kshape, R->kstr[0]) * R->xsize;
     char* out = R->out + ud_x86_offset(kflat, R->kd, R->kshape, R->kstr[1]) * R->osize;
-    const Acc init = acc_init(R);
-    for (int64_t j = 0; j < n; j++) acc[j] = init;
+    for (int64_t j = 0; j < n; j++) acc[j] = R->init;
     for (int64_t r = 0; r < R->red_n; r++)
-      g_red[R->op].col[R->dt](n, acc, x + ud_x86_offset(r, R->rd, R->rshape, R->rstr[0]) * R->xsize);
+      col(n, acc, x + ud_x86_offset(r, R->rd, R->rshape, R->rstr[0]) * R->xsize);
     g_finish[R->dt](n, out, R->kstr[1][last], acc, R->div);
   }
 }
@@ -180,25 +165,18 @@ static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
                (long long)axes[i]);
     reduced[ax] = x->ndim > 0;
   }
-  /* split x's dims into kept and reduced; check y's shape on the way */
-  int64_t ks[UD_KIT_MAX_DIMS], kx[UD_KIT_MAX_DIMS], ky[UD_KIT_MAX_DIMS];
-  int64_t rs[UD_KIT_MAX_DIMS], rx[UD_KIT_MAX_DIMS];
-  int nk = 0, nr = 0, yd = 0, shape_ok = 1;
+  /* split x's dims into kept and reduced; check y's shape and align its strides with x's */
+  int64_t ystr[UD_KIT_MAX_DIMS];
+  unsigned red_mask = 0;
+  int yd = 0, shape_ok = 1;
   R.kept_n = R.red_n = 1;
   for (int k = 0; k < x->ndim; k++) {
     const int red = naxes == 0 || reduced[k];
-    if (red) {
-      rs[nr] = x->shape[k];
-      rx[nr++] = x->strides[k];
-      R.red_n *= x->shape[k];
-      if (keepdims) shape_ok &= yd < y->ndim && y->shape[yd++] == 1;
-    } else {
-      ks[nk] = x->shape[k];
-      kx[nk] = x->strides[k];
-      shape_ok &= yd < y->ndim && y->shape[yd] == x->shape[k];
-      ky[nk++] = yd < y->ndim ? y->strides[yd++] : 0;
-      R.kept_n *= x->shape[k];
-    }
+    red_mask |= (unsigned)red << k;
+    *(red ? &R.red_n : &R.kept_n) *= x->shape[k];
+    if (red && !keepdims) continue;
+    shape_ok &= yd < y->ndim && y->shape[yd] == (red ? 1 : x->shape[k]);
+    ystr[k] = yd < y->ndim ? y->strides[yd++] : 0;
   }
   UD_REQUIRE(shape_ok && yd == y->ndim,
              "%s: output 'y' has ndim %d or a shape that does not match x reduced over 'axes' "
@@ -211,15 +189,14 @@ static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
   R.xsize = (int)ud_kit_itemsize(x->dtype);
   R.osize = (int)ud_kit_itemsize(y->dtype);
   R.div = op == R_MEAN ? (double)R.red_n : 1.0;
-  const int64_t* kv[2] = {kx, ky};
-  const int64_t* rv[1] = {rx};
-  R.kd = ud_kit_collapse(nk, ks, 2, kv, R.kshape, R.kstr);
-  R.rd = ud_kit_collapse(nr, rs, 1, rv, R.rshape, R.rstr);
-  if (R.kd == 0) R.kshape[0] = 1, R.kstr[0][0] = R.kstr[1][0] = 1, R.kd = 1;
-  if (R.rd == 0) R.rshape[0] = 1, R.rstr[0][0] = 1, R.rd = 1; /* incl. an empty reduction */
+  R.init = g_red[op].init[R.dt > UD_F64];
+  UD_Tensor y_as_x = *x; /* y's strides along x's kept dims */
+  y_as_x.strides = ystr;
+  const UD_Tensor* views[2] = {x, &y_as_x};
+  R.kd = ud_x86_collapse_views(2, views, red_mask, R.kshape, R.kstr);
+  R.rd = ud_x86_collapse_views(1, views, ~red_mask, R.rshape, R.rstr);
   if (R.red_n == 0) {
-    Acc acc = acc_init(&R);
-    for (int64_t k = 0; k < R.kept_n; k++) store(&R, k, acc, -1);
+    for (int64_t k = 0; k < R.kept_n; k++) store(&R, k, R.init, -1);
     return NULL;
   }
   const int threads = ud_x86_threads();

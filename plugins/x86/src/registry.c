@@ -2,27 +2,11 @@
 #include <string.h>
 
 #include "x86.h"
-#ifdef UD_X86_HAVE_DENSE
-#include "dense/dense.h"
-#endif
-
-#ifdef UD_X86_HAVE_DENSE
-static const UD_X86Kernel g_dense[] = {
-    {"matmul", UD_FLOAT_SET, ud_x86_matmul},
-    {"gemm", UD_FLOAT_SET, ud_x86_gemm},
-    {"conv2d", UD_FLOAT_SET, ud_x86_conv2d},
-    {"conv2d_backward_input", UD_FLOAT_SET, ud_x86_conv2d_backward_input},
-    {"conv2d_backward_weight", UD_FLOAT_SET, ud_x86_conv2d_backward_weight},
-    {NULL, 0, NULL},
-};
-#endif
 
 static const UD_X86Kernel* const g_tables[] = {
     ud_x86_elementwise_kernels, ud_x86_memory_kernels, ud_x86_reduce_kernels,
     ud_x86_softmax_kernels,     ud_x86_pool_kernels,   ud_x86_nn_kernels,
-#ifdef UD_X86_HAVE_DENSE
-    g_dense,
-#endif
+    ud_x86_matmul_kernels,      ud_x86_conv_kernels, /* src/dense */
 };
 
 UD_Error* ud_x86_kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {
@@ -86,25 +70,19 @@ UD_Error* ud_x86_check_args(const char* op, const UD_KernelArgs* a, int nin, int
                "%s: attribute '%s' has no value", op, at->name ? at->name : "?");
   }
   for (int i = 0; i < a->num_inputs + nout; i++) {
-    const UD_Tensor* t = i < a->num_inputs ? &a->inputs[i] : &a->outputs[i - a->num_inputs];
-    if (i < a->num_inputs && t->ndim == -1) continue; /* an absent optional input */
-    char name[32] = "?";
-    for (int pass = 0; pass < 2; pass++) { /* the message's name is only made for an error */
-      UD_Error* err = ud_kit_check_tensor(op, name, t);
-      int64_t numel = 1;
-      for (int k = 0; !err && k < t->ndim; k++)
-        if (t->shape[k] && numel > INT64_MAX / 16 / t->shape[k])
-          err = ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has more than 2^59 elements", op,
-                             name);
-        else
-          numel *= t->shape[k];
-      if (!err) err = ud_x86_check_range(op, name, t->handle, ud_kit_extent(t));
-      if (!err) break;
-      if (pass) return err;
-      ud_kit_error_destroy(err);
-      snprintf(name, sizeof name, "%s %d", i < a->num_inputs ? "input" : "output",
-               i < a->num_inputs ? i : i - a->num_inputs);
+    const int in = i < a->num_inputs;
+    const UD_Tensor* t = in ? &a->inputs[i] : &a->outputs[i - a->num_inputs];
+    if (in && t->ndim == -1) continue; /* an absent optional input */
+    char name[32];
+    snprintf(name, sizeof name, "%s %d", in ? "input" : "output", in ? i : i - a->num_inputs);
+    UD_TRY(ud_kit_check_tensor(op, name, t));
+    int64_t numel = 1;
+    for (int k = 0; k < t->ndim; k++) {
+      UD_REQUIRE(!t->shape[k] || numel <= INT64_MAX / 16 / t->shape[k],
+                 "%s: '%s' has more than 2^59 elements", op, name);
+      numel *= t->shape[k];
     }
+    UD_TRY(ud_x86_check_range(op, name, t->handle, ud_kit_extent(t)));
   }
   return NULL;
 }
@@ -115,10 +93,7 @@ UD_Error* ud_x86_check_dt(const char* op, const char* arg, const UD_Tensor* t, u
   if (d < 0 || !(set & (1u << d))) {
     char want[64] = "";
     for (int i = 0; i < UD_NDT; i++)
-      if (set & (1u << i)) {
-        strcat(want, want[0] ? "/" : "");
-        strcat(want, g_dtypes[i].name);
-      }
+      if (set >> i & 1) strcat(strcat(want, want[0] ? "/" : ""), g_dtypes[i].name);
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has dtype %s, expected %s", op, arg,
                         ud_kit_dtype_name(t->dtype), want);
   }
@@ -128,9 +103,8 @@ UD_Error* ud_x86_check_dt(const char* op, const char* arg, const UD_Tensor* t, u
 
 UD_Error* ud_x86_axis(const char* op, int64_t axis, int ndim, int* out) {
   int64_t n = ndim ? ndim : 1; /* a 0-d tensor accepts axis 0 / -1 like numpy's softmax */
-  if (axis < -n || axis >= n)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range for %d dims", op,
-                        (long long)axis, ndim);
+  UD_REQUIRE(axis >= -n && axis < n, "%s: axis %lld is out of range for %d dims", op,
+             (long long)axis, ndim);
   *out = (int)(axis < 0 ? axis + n : axis);
   return NULL;
 }

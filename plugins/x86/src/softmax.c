@@ -1,7 +1,6 @@
 /* softmax.c — softmax, log_softmax and their backwards: one ISPC call per row along the axis,
  * rows (the other dimensions, collapsed) split over the pool. */
 #include <stdbool.h>
-#include <string.h>
 
 #include "softmax_ispc.h"
 #include "x86.h"
@@ -46,46 +45,25 @@ static UD_Error* softmax_kernel(const char* op, const UD_KernelArgs* a, int nin,
   const UD_Tensor* y = views[0];
   int axis;
   UD_TRY(ud_x86_axis(op, a->attrs[0].value.i, y->ndim, &axis));
-  int64_t rows_shape[UD_KIT_MAX_DIMS], rows_str[3][UD_KIT_MAX_DIMS];
-  const int64_t* rv[3] = {rows_str[0], rows_str[1], rows_str[2]};
-  int nk = 0;
-  int64_t total = 1;
-  R.n = 1;
-  for (int k = 0; k < y->ndim; k++) {
-    total *= y->shape[k];
-    if (k == axis) {
-      R.n = y->shape[k];
-      for (int v = 0; v < R.nv; v++) R.astride[v] = views[v]->strides[k];
-      continue;
-    }
-    rows_shape[nk] = y->shape[k];
-    for (int v = 0; v < R.nv; v++) rows_str[v][nk] = views[v]->strides[k];
-    nk++;
-  }
-  if (y->ndim == 0)
-    for (int v = 0; v < R.nv; v++) R.astride[v] = 1;
+  const int64_t total = ud_kit_numel(y);
   if (total == 0) return NULL;
-  R.kd = ud_kit_collapse(nk, rows_shape, R.nv, rv, R.kshape, R.kstr);
-  if (R.kd == 0) {
-    R.kd = 1;
-    R.kshape[0] = 1;
+  R.n = y->ndim ? y->shape[axis] : 1;
+  for (int v = 0; v < R.nv; v++) {
+    R.astride[v] = y->ndim ? views[v]->strides[axis] : 1;
+    R.base[v] = ud_x86_ptr(views[v]);
   }
-  for (int v = 0; v < R.nv; v++) R.base[v] = ud_x86_ptr(views[v]);
+  R.kd = ud_x86_collapse_views(R.nv, views, 1u << axis, R.kshape, R.kstr);
   R.size = (int)ud_kit_itemsize(y->dtype);
   ud_x86_parallel(total / R.n, UD_GRAIN / R.n + 1, rows_task, &R);
   return NULL;
 }
 
-static UD_Error* k_softmax(const UD_KernelArgs* a) { return softmax_kernel("softmax", a, 1, 0); }
-static UD_Error* k_log_softmax(const UD_KernelArgs* a) {
-  return softmax_kernel("log_softmax", a, 1, 1);
-}
-static UD_Error* k_softmax_backward(const UD_KernelArgs* a) {
-  return softmax_kernel("softmax_backward", a, 2, 0);
-}
-static UD_Error* k_log_softmax_backward(const UD_KernelArgs* a) {
-  return softmax_kernel("log_softmax_backward", a, 2, 1);
-}
+#define UD_SOFTMAX_KERNEL(NAME, NIN, LOG) \
+  static UD_Error* k_##NAME(const UD_KernelArgs* a) { return softmax_kernel(#NAME, a, NIN, LOG); }
+UD_SOFTMAX_KERNEL(softmax, 1, 0)
+UD_SOFTMAX_KERNEL(log_softmax, 1, 1)
+UD_SOFTMAX_KERNEL(softmax_backward, 2, 0)
+UD_SOFTMAX_KERNEL(log_softmax_backward, 2, 1)
 
 const UD_X86Kernel ud_x86_softmax_kernels[] = {
     {"softmax", UD_FLOAT_SET, k_softmax},

@@ -79,16 +79,22 @@ int ud_x86_threads(void);
 
 /* ---- contiguous tile helpers (ISPC, by element size) ---- */
 typedef void (*ud_x86_move_fn)(int64_t n, void* dst, const void* src, int64_t stride);
-ud_x86_move_fn ud_x86_pack(int elem_size);   /* dst[i] = src[i * stride] */
-ud_x86_move_fn ud_x86_unpack(int elem_size); /* dst[i * stride] = src[i] */
+extern const ud_x86_move_fn ud_x86_pack[9];   /* dst[i] = src[i * stride] */
+extern const ud_x86_move_fn ud_x86_unpack[9]; /* dst[i * stride] = src[i] */
 
 /* ---- the elementwise engine ----
  * A tile function computes n elements of contiguous operands: o[i] = f(a[i], b[i], c[i]; p). */
 typedef void (*ud_x86_tile_fn)(int64_t n, void* o, const void* a, const void* b, const void* c,
                                const double* p);
+/* Collapses views[0]'s dimensions outside `skip` (a bit mask of dimensions) for nv <= 4 views of
+ * its shape: the result has ndim >= 1 (a 0-d or fully skipped shape becomes [1]). */
+int ud_x86_collapse_views(int nv, const UD_Tensor* const* views, unsigned skip, int64_t* shape,
+                          int64_t (*strides)[UD_KIT_MAX_DIMS]);
 /* Runs fn over views[0] (the output) and views[1..nv-1] (inputs of views[0]'s shape, any
  * strides, stride 0 for broadcast): collapses dimensions, packs strided operands into tiles and
- * splits large work over the pool. fn NULL copies views[1] into views[0] (same element size). */
+ * splits large work over the pool. fn NULL copies views[1] into views[0] (same element size).
+ * fn gets {p[0] (0 when p is NULL), flags}: flags 2 when views[2] has inner stride 0, which
+ * fn then reads as one value; so every fn of two or more inputs must be an ispc UD_STAMP. */
 void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const double* p);
 /* every element of dst = value converted to dst's dtype */
 void ud_x86_fill_view(const UD_Tensor* dst, double value);
@@ -107,6 +113,8 @@ extern const UD_X86Kernel ud_x86_reduce_kernels[];
 extern const UD_X86Kernel ud_x86_softmax_kernels[];
 extern const UD_X86Kernel ud_x86_pool_kernels[];
 extern const UD_X86Kernel ud_x86_nn_kernels[];
+extern const UD_X86Kernel ud_x86_matmul_kernels[]; /* src/dense */
+extern const UD_X86Kernel ud_x86_conv_kernels[];
 
 #ifdef __cplusplus
 }

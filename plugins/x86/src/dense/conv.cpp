@@ -5,9 +5,10 @@
 // picks (from benchmarks/run.py on the ResNet-18 layers, batch 8):
 //   float32 with oneDNN built in:
 //     "winograd" for y and grad_w of 3x3 / stride 1 / dilation 1 layers with >= 32 channels per
-//       group on both sides and >= 6000 output pixels (n * oh * ow) per thread: it needs 2.25x
-//       fewer multiplies and measured 1.2-1.5x faster than oneDNN there, but its transforms
-//       scale worse across threads (128x28x28 at 2 threads: 0.75x) and grad_x gained little;
+//       group on both sides and outputs of >= 28x28 (y) or >= 14x14 (grad_w): it needs 2.25x
+//       fewer multiplies and measured 1.25-1.4x faster than oneDNN there (10% slower for y at
+//       14x14, slower at 7x7, no clear gain for grad_x); its barriers make it the algorithm
+//       most hurt by an oversubscribed machine;
 //     "im2col" for grad_x when the input has fewer than 16 channels per group or the kernel is
 //       1x1 with stride > 1: oneDNN's backward-data kernels measured 1.2-3x slower there;
 //     "onednn" for everything else;
@@ -18,7 +19,6 @@
 #include <type_traits>
 
 #include "conv_algos.h"
-#include "dense.h"
 #include "dense_common.h"
 #include "x86.h"
 #ifdef UD_DENSE_ONEDNN
@@ -46,14 +46,12 @@ struct ConvCall {
 };
 
 UD_Error* read_ints(const char* op, const UD_Attr& a, int64_t n, int64_t min, int64_t* v) {
-  if (a.value.ints.len != n)
-    return UD_INVALID("%s: attribute '%s' has %lld values, expected %lld", op, a.name,
-                      (long long)a.value.ints.len, (long long)n);
+  UD_REQUIRE(a.value.ints.len == n, "%s: attribute '%s' has %lld values, expected %lld", op,
+             a.name, ll(a.value.ints.len), ll(n));
   for (int64_t i = 0; i < n; i++) {
     v[i] = a.value.ints.data[i];
-    if (v[i] < min)
-      return UD_INVALID("%s: attribute '%s' has %lld at %lld, expected values >= %lld", op, a.name,
-                        (long long)v[i], (long long)i, (long long)min);
+    UD_REQUIRE(v[i] >= min, "%s: attribute '%s' has %lld at %lld, expected values >= %lld", op,
+               a.name, ll(v[i]), ll(i), ll(min));
   }
   return nullptr;
 }
@@ -64,61 +62,51 @@ UD_Error* read_attrs(ConvCall* c, const UD_Attr* at) {
   int64_t* fields[3][2] = {{&p.sh, &p.sw}, {&p.ph, &p.pw}, {&p.dh, &p.dw}};
   for (int i = 0; i < 3; i++) {  // stride >= 1, padding >= 0, dilation >= 1
     int64_t v[2] = {0, 0};
-    if (UD_Error* e = read_ints(c->op, at[i], 2, i == 1 ? 0 : 1, v)) return e;
+    UD_TRY(read_ints(c->op, at[i], 2, i == 1 ? 0 : 1, v));
     *fields[i][0] = v[0], *fields[i][1] = v[1];
   }
   p.g = at[3].value.i;
-  if (p.g < 1)
-    return UD_INVALID("%s: attribute 'groups' is %lld, expected >= 1", c->op, (long long)p.g);
+  UD_REQUIRE(p.g >= 1, "%s: attribute 'groups' is %lld, expected >= 1", c->op, ll(p.g));
   for (int i = 0; i < 5; i++)
     if (std::strcmp(at[4].value.s, kAlgoNames[i]) == 0) {
       c->algo = Algo(i);
       return nullptr;
     }
-  return UD_INVALID(
-      "%s: attribute 'algorithm' is '%s', expected one of auto, onednn, direct, "
-      "im2col, winograd",
-      c->op, at[4].value.s);
+  return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute 'algorithm' is '%s', expected one "
+                      "of auto, onednn, direct, im2col, winograd", c->op, at[4].value.s);
 }
 
 // Fills the problem from x's shape [n, c, h, w] and the weight's [k, c/g, r, s].
 UD_Error* read_shape(const char* op, const int64_t* xs, const int64_t* ws, ConvShape* p) {
   p->n = xs[0], p->c = xs[1], p->h = xs[2], p->w = xs[3], p->k = ws[0], p->r = ws[2], p->s = ws[3];
-  if (p->c % p->g || p->k % p->g || ws[1] != p->c / p->g)
-    return UD_INVALID(
-        "%s: x has %lld channels, weight is [%lld, %lld, ..], groups = %lld; "
-        "expected channel counts divisible by groups and weight.shape[1] == %lld",
-        op, (long long)p->c, (long long)p->k, (long long)ws[1], (long long)p->g,
-        (long long)(p->c / p->g));
+  UD_REQUIRE(p->c % p->g == 0 && p->k % p->g == 0 && ws[1] == p->c / p->g,
+             "%s: x has %lld channels, weight is [%lld, %lld, ..], groups = %lld; expected channel "
+             "counts divisible by groups and weight.shape[1] == %lld", op, ll(p->c), ll(p->k),
+             ll(ws[1]), ll(p->g), ll(p->c / p->g));
   const int64_t eh = p->h + 2 * p->ph - p->dh * (p->r - 1) - 1;
   const int64_t ew = p->w + 2 * p->pw - p->dw * (p->s - 1) - 1;
-  if (p->r < 1 || p->s < 1 || eh < 0 || ew < 0)
-    return UD_INVALID(
-        "%s: kernel %lldx%lld (dilated %lldx%lld) is empty or larger than the padded "
-        "input %lldx%lld",
-        op, (long long)p->r, (long long)p->s, (long long)(p->dh * (p->r - 1) + 1),
-        (long long)(p->dw * (p->s - 1) + 1), (long long)(p->h + 2 * p->ph),
-        (long long)(p->w + 2 * p->pw));
+  UD_REQUIRE(p->r >= 1 && p->s >= 1 && eh >= 0 && ew >= 0,
+             "%s: kernel %lldx%lld (dilated %lldx%lld) is empty or larger than the padded input "
+             "%lldx%lld", op, ll(p->r), ll(p->s), ll(p->dh * (p->r - 1) + 1),
+             ll(p->dw * (p->s - 1) + 1), ll(p->h + 2 * p->ph), ll(p->w + 2 * p->pw));
   p->oh = eh / p->sh + 1, p->ow = ew / p->sw + 1;
   return nullptr;
 }
 
 UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, const int64_t* want) {
   const int64_t* s = t.shape;
-  if (s[0] != want[0] || s[1] != want[1] || s[2] != want[2] || s[3] != want[3])
-    return UD_INVALID(
-        "%s: '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, "
-        "%lld]",
-        op, arg, (long long)s[0], (long long)s[1], (long long)s[2], (long long)s[3],
-        (long long)want[0], (long long)want[1], (long long)want[2], (long long)want[3]);
+  UD_REQUIRE(std::equal(s, s + 4, want),
+             "%s: '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]", op,
+             arg, ll(s[0]), ll(s[1]), ll(s[2]), ll(s[3]), ll(want[0]), ll(want[1]), ll(want[2]),
+             ll(want[3]));
   return nullptr;
 }
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
   if (kOneDNN && is_f32) {
-    const int64_t pixels_per_thread = p.n * p.oh * p.ow / omp_get_max_threads();
-    if (winograd_applies(p) && std::min(p.cg(), p.kg()) >= 32 && pixels_per_thread >= 6000 &&
+    const int64_t side = c.dir == ConvDir::forward ? 28 : 14;  // smallest output side
+    if (winograd_applies(p) && std::min(p.cg(), p.kg()) >= 32 && std::min(p.oh, p.ow) >= side &&
         c.dir != ConvDir::backward_input)
       return Algo::winograd;
     const bool thin = p.cg() < 16 || (p.r == 1 && p.s == 1 && (p.sh > 1 || p.sw > 1));
@@ -131,12 +119,10 @@ Algo choose(const ConvCall& c, bool is_f32) {
 
 UD_Error* check_algo(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
-  if (c.algo == Algo::winograd && !winograd_applies(p))
-    return UD_INVALID(
-        "%s: algorithm 'winograd' needs a 3x3 kernel, stride 1 and dilation 1; got "
-        "%lldx%lld, stride [%lld, %lld], dilation [%lld, %lld]",
-        c.op, (long long)p.r, (long long)p.s, (long long)p.sh, (long long)p.sw, (long long)p.dh,
-        (long long)p.dw);
+  UD_REQUIRE(c.algo != Algo::winograd || winograd_applies(p),
+             "%s: algorithm 'winograd' needs a 3x3 kernel, stride 1 and dilation 1; got %lldx%lld, "
+             "stride [%lld, %lld], dilation [%lld, %lld]", c.op, ll(p.r), ll(p.s), ll(p.sh),
+             ll(p.sw), ll(p.dh), ll(p.dw));
   if (c.algo == Algo::onednn && !(kOneDNN && is_f32))
     return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: algorithm 'onednn' %s", c.op,
                         kOneDNN ? "supports float32 only" : "is not built in");
@@ -185,68 +171,58 @@ void run(const ConvCall& c) {
   if (!out_dense) pack(out, bo.get(), true);
 }
 
-UD_Error* execute(ConvCall& c, const int64_t* out_shape) {
+// Per direction: the op and the names of its inputs and output. The backwards take the shape of
+// their output (grad_x or grad_w) as their leading attribute.
+const struct {
+  const char *op, *in0, *in1, *out;
+} kNames[3] = {{"conv2d", "x", "weight", "y"},
+               {"conv2d_backward_input", "grad_y", "weight", "grad_x"},
+               {"conv2d_backward_weight", "grad_y", "x", "grad_w"}};
+
+UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {
+  const auto& nm = kNames[int(dir)];
+  const bool fwd = dir == ConvDir::forward;
+  ConvCall c{nm.op, dir};
+  UD_TRY(ud_x86_check_args(c.op, a, fwd ? 3 : 2, 1, fwd ? "nnnis" : "nnnnis"));
+  c.in0 = &a->inputs[0], c.in1 = &a->inputs[1], c.out = &a->outputs[0];
+  UD_TRY(check_input(c.op, nm.in0, *c.in0, 4, nullptr));
+  UD_TRY(check_input(c.op, nm.in1, *c.in1, 4, &c.in0->dtype));
+  UD_TRY(check_input(c.op, nm.out, *c.out, 4, &c.in0->dtype));
+  int64_t out_shape[4];
+  if (!fwd) UD_TRY(read_ints(c.op, a->attrs[0], 4, 0, out_shape));
+  UD_TRY(read_attrs(&c, a->attrs + (fwd ? 0 : 1)));
+  const int64_t* xs = dir == ConvDir::backward_input ? out_shape : (fwd ? c.in0 : c.in1)->shape;
+  UD_TRY(read_shape(c.op, xs, dir == ConvDir::backward_weight ? out_shape : c.in1->shape, &c.p));
   const int64_t gy[4] = {c.p.n, c.p.k, c.p.oh, c.p.ow};
-  const bool fwd = c.dir == ConvDir::forward;
-  if (UD_Error* e = expect_shape(c.op, fwd ? "y" : "grad_y", fwd ? *c.out : *c.in0, gy)) return e;
-  if (!fwd) {
-    const char* name = c.dir == ConvDir::backward_input ? "grad_x" : "grad_w";
-    if (UD_Error* e = expect_shape(c.op, name, *c.out, out_shape)) return e;
+  UD_TRY(expect_shape(c.op, fwd ? "y" : "grad_y", fwd ? *c.out : *c.in0, gy));
+  if (!fwd) UD_TRY(expect_shape(c.op, nm.out, *c.out, out_shape));
+  const UD_Tensor& b = a->inputs[2];
+  if (fwd && ud_kit_present(&b)) {
+    UD_TRY(check_input(c.op, "bias", b, 1, &c.in0->dtype));
+    UD_REQUIRE(b.shape[0] == c.p.k, "conv2d: 'bias' has %lld values, expected %lld",
+               ll(b.shape[0]), ll(c.p.k));
+    c.bias = &b;
   }
   const bool f32 = c.in0->dtype.bits == 32;
   if (c.algo == Algo::automatic) c.algo = choose(c, f32);
-  if (UD_Error* e = check_algo(c, f32)) return e;
+  UD_TRY(check_algo(c, f32));
   return by_dtype(c.op, c.in0->dtype, [&](auto t) { run<decltype(t)>(c); });
 }
 
-// Checks counts, attributes and tensors; `shape_attr` names the backwards' leading attribute.
-UD_Error* read_call(ConvCall* c, const UD_KernelArgs* a, bool shape_attr, const char* name0,
-                    const char* name1, const char* name_out, const int64_t** shape) {
-  const char* types = shape_attr ? "nnnnis" : "nnnis";  // ints x3 (x4), int groups, str algorithm
-  if (UD_Error* e = ud_x86_check_args(c->op, a, shape_attr ? 2 : 3, 1, types)) return e;
-  c->in0 = &a->inputs[0], c->in1 = &a->inputs[1], c->out = &a->outputs[0];
-  if (UD_Error* e = check_input(c->op, name0, *c->in0, 4, nullptr)) return e;
-  if (UD_Error* e = check_input(c->op, name1, *c->in1, 4, &c->in0->dtype)) return e;
-  if (UD_Error* e = check_input(c->op, name_out, *c->out, 4, &c->in0->dtype)) return e;
-  if (!shape_attr) return read_attrs(c, a->attrs);
-  int64_t tmp[4];
-  if (UD_Error* e = read_ints(c->op, a->attrs[0], 4, 0, tmp)) return e;
-  *shape = a->attrs[0].value.ints.data;
-  return read_attrs(c, a->attrs + 1);
+template <ConvDir dir>
+UD_Error* conv_entry(const UD_KernelArgs* a) {
+  return conv_kernel(dir, a);
 }
 
 }  // namespace
 }  // namespace ud_dense
 
-using namespace ud_dense;
+using ud_dense::ConvDir;
+using ud_dense::conv_entry;
 
-extern "C" UD_Error* ud_x86_conv2d(const UD_KernelArgs* args) {
-  ConvCall c{"conv2d", ConvDir::forward};
-  if (UD_Error* e = read_call(&c, args, false, "x", "weight", "y", nullptr)) return e;
-  if (UD_Error* e = read_shape(c.op, c.in0->shape, c.in1->shape, &c.p)) return e;
-  const UD_Tensor& b = args->inputs[2];
-  if (ud_kit_present(&b)) {
-    if (UD_Error* e = check_input(c.op, "bias", b, 1, &c.in0->dtype)) return e;
-    if (b.shape[0] != c.p.k)
-      return UD_INVALID("conv2d: 'bias' has %lld values, expected %lld", (long long)b.shape[0],
-                        (long long)c.p.k);
-    c.bias = &b;
-  }
-  return execute(c, nullptr);
-}
-
-extern "C" UD_Error* ud_x86_conv2d_backward_input(const UD_KernelArgs* args) {
-  ConvCall c{"conv2d_backward_input", ConvDir::backward_input};
-  const int64_t* xs = nullptr;
-  if (UD_Error* e = read_call(&c, args, true, "grad_y", "weight", "grad_x", &xs)) return e;
-  if (UD_Error* e = read_shape(c.op, xs, c.in1->shape, &c.p)) return e;
-  return execute(c, xs);
-}
-
-extern "C" UD_Error* ud_x86_conv2d_backward_weight(const UD_KernelArgs* args) {
-  ConvCall c{"conv2d_backward_weight", ConvDir::backward_weight};
-  const int64_t* ws = nullptr;
-  if (UD_Error* e = read_call(&c, args, true, "grad_y", "x", "grad_w", &ws)) return e;
-  if (UD_Error* e = read_shape(c.op, c.in1->shape, ws, &c.p)) return e;
-  return execute(c, ws);
-}
+extern "C" const UD_X86Kernel ud_x86_conv_kernels[] = {
+    {"conv2d", UD_FLOAT_SET, conv_entry<ConvDir::forward>},
+    {"conv2d_backward_input", UD_FLOAT_SET, conv_entry<ConvDir::backward_input>},
+    {"conv2d_backward_weight", UD_FLOAT_SET, conv_entry<ConvDir::backward_weight>},
+    {nullptr, 0, nullptr},
+};

@@ -35,6 +35,16 @@ ConvAlgo<T> conv_im2col();
 template <class T>
 ConvAlgo<T> conv_winograd();
 
+// Defines NAME<T>() for T = float and double from the forward, backward_input and
+// backward_weight templates of the file that expands it.
+#define UD_CONV_ALGO(NAME)                                      \
+  template <class T>                                            \
+  ConvAlgo<T> NAME() {                                          \
+    return {forward<T>, backward_input<T>, backward_weight<T>}; \
+  }                                                             \
+  template ConvAlgo<float> NAME<float>();                       \
+  template ConvAlgo<double> NAME<double>();
+
 // Output positions o in [0, n_out) whose input position o * stride + off lies in [0, n_in).
 inline void valid_range(int64_t n_out, int64_t stride, int64_t off, int64_t n_in, int64_t* lo,
                         int64_t* hi) {

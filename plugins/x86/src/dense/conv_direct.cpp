@@ -79,11 +79,6 @@ void backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
 
 }  // namespace
 
-template <class T>
-ConvAlgo<T> conv_direct() {
-  return {forward<T>, backward_input<T>, backward_weight<T>};
-}
-template ConvAlgo<float> conv_direct<float>();
-template ConvAlgo<double> conv_direct<double>();
+UD_CONV_ALGO(conv_direct)
 
 }  // namespace ud_dense

@@ -97,11 +97,6 @@ void backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
 
 }  // namespace
 
-template <class T>
-ConvAlgo<T> conv_im2col() {
-  return {forward<T>, backward_input<T>, backward_weight<T>};
-}
-template ConvAlgo<float> conv_im2col<float>();
-template ConvAlgo<double> conv_im2col<double>();
+UD_CONV_ALGO(conv_im2col)
 
 }  // namespace ud_dense

@@ -74,14 +74,13 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) 
   const auto prop = dnnl::prop_kind::forward_training;
   auto plan = std::make_unique<Plan>();
   if (dir == ConvDir::forward) {
-    auto pd = has_bias ? dnnl::convolution_forward::primitive_desc(eng, prop, algo, xa, wa, bp, ya,
-                                                                   st, dil, pl, pr)
-                       : dnnl::convolution_forward::primitive_desc(eng, prop, algo, xa, wa, ya, st,
-                                                                   dil, pl, pr);
+    // an empty bias descriptor (optional_arg in dnnl.hpp) disables the bias term
+    const dnnl::convolution_forward::primitive_desc pd(
+        eng, prop, algo, xa, wa, has_bias ? bp : memory::desc(), ya, st, dil, pl, pr);
     plan->conv = dnnl::convolution_forward(pd);
     plan->set_ports(eng, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {xp, wp, yp},
                     {pd.src_desc(), pd.weights_desc(), pd.dst_desc()});
-    plan->bias = has_bias ? pd.bias_desc() : memory::desc();
+    plan->bias = pd.bias_desc();
     return plan;
   }
   const dnnl::convolution_forward::primitive_desc hint(eng, prop, algo, xa, wa, ya, st, dil, pl,
@@ -105,10 +104,9 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) 
 std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
   static std::mutex mu;
   static auto& cache = *new std::map<Key, std::shared_ptr<Plan>>();  // never destroyed either
-  const Key key{
-      int(dir),
-      has_bias,
-      {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.g}};
+  const Key key{int(dir), has_bias,
+                {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
+                 p.g}};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -137,9 +135,8 @@ void onednn_conv(ConvDir dir, const ConvShape& p, const float* in0, const float*
   }
   if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, cpu_engine(), const_cast<float*>(bias));
   plan->conv.execute(s, args);
-  if (plan->ports[2].buf)
-    plan->ports[2].reorder.execute(s,
-                                   {{DNNL_ARG_FROM, plan->ports[2].buf}, {DNNL_ARG_TO, user[2]}});
+  const Port& dst = plan->ports[2];
+  if (dst.buf) dst.reorder.execute(s, {{DNNL_ARG_FROM, dst.buf}, {DNNL_ARG_TO, user[2]}});
   s.wait();
 }
 

@@ -18,36 +18,22 @@ namespace {
 template <class T>
 struct V4 {
   T a, b, c, d;
+  T operator[](int i) const { return i == 0 ? a : i == 1 ? b : i == 2 ? c : d; }
+  static V4 load(const T* s, int64_t stride) {
+    return {s[0], s[stride], s[2 * stride], s[3 * stride]};
+  }
+  void store(T* o, int64_t stride) const {
+    o[0] = a, o[stride] = b, o[2 * stride] = c, o[3 * stride] = d;
+  }
+  static V4 g3(T x, T y, T z) { return {x, T(0.5) * (x + y + z), T(0.5) * (x - y + z), z}; }
+  void g_adjoint(T* out, int stride) const {
+    out[0] = a + T(0.5) * (b + c), out[stride] = T(0.5) * (b - c);
+    out[2 * stride] = T(0.5) * (b + c) + d;
+  }
+  V4 bt() const { return {a - c, b + c, c - b, b - d}; }
+  V4 bt_adjoint() const { return {a, b - c + d, b + c - a, -d}; }
+  static V4 at_adjoint(T y0, T y1) { return {y0, y0 + y1, y0 - y1, -y1}; }
 };
-template <class T>
-inline V4<T> load4(const T* s, int64_t stride) {
-  return {s[0], s[stride], s[2 * stride], s[3 * stride]};
-}
-template <class T>
-inline void store4(T* d, int64_t stride, V4<T> v) {
-  d[0] = v.a, d[stride] = v.b, d[2 * stride] = v.c, d[3 * stride] = v.d;
-}
-template <class T>
-inline V4<T> g3(T a, T b, T c) {
-  return {a, T(0.5) * (a + b + c), T(0.5) * (a - b + c), c};
-}
-template <class T>
-inline void g_adjoint(V4<T> v, T* out, int stride) {
-  out[0] = v.a + T(0.5) * (v.b + v.c), out[stride] = T(0.5) * (v.b - v.c);
-  out[2 * stride] = T(0.5) * (v.b + v.c) + v.d;
-}
-template <class T>
-inline V4<T> bt(V4<T> v) {
-  return {v.a - v.c, v.b + v.c, v.c - v.b, v.b - v.d};
-}
-template <class T>
-inline V4<T> bt_adjoint(V4<T> v) {
-  return {v.a, v.b - v.c + v.d, v.b + v.c - v.a, -v.d};
-}
-template <class T>
-inline V4<T> at_adjoint(T y0, T y1) {
-  return {y0, y0 + y1, y0 - y1, -y1};
-}
 
 // Tile rows (2 output rows each) of all images of one group, processed in blocks of whole tile
 // rows; buffers hold [16][channels][block], tile t = (tile row - first row) * tw + tile column.
@@ -87,11 +73,11 @@ void transform_inputs(const ConvShape& p, const Tiling& tl, const T* xg, int64_t
         const int64_t n = (r0 + r) / tl.th, h0 = (r0 + r) % tl.th * 2 - p.ph;
         for (int i = 0; i < 4; i++)
           load_row(xg + (n * p.c + c) * p.h * p.w, p.h, p.w, h0 + i, -p.pw, &u[i * wp], wp);
-        for (int64_t j = 0; j < wp; j++) store4(&u[j], wp, bt(load4(&u[j], wp)));
+        for (int64_t j = 0; j < wp; j++) V4<T>::load(&u[j], wp).bt().store(&u[j], wp);
         for (int i = 0; i < 4; i++) {
           T* d = v + (4 * i * cg + c) * B + r * tl.tw;
           for (int64_t t = 0; t < tl.tw; t++)
-            store4(d + t, cg * B, bt(load4(&u[i * wp + 2 * t], 1)));
+            V4<T>::load(&u[i * wp + 2 * t], 1).bt().store(d + t, cg * B);
         }
       }
   }
@@ -115,12 +101,10 @@ void transform_grads(const ConvShape& p, const Tiling& tl, const T* gyg, int64_t
         const T *g0 = &g[0], *g1 = &g[2 * tl.tw];
         T* d = dm + k * B + r * tl.tw;
         for (int64_t t = 0; t < tl.tw; t++) {
-          const V4<T> c0 = at_adjoint(g0[2 * t], g1[2 * t]);  // A along the columns
-          const V4<T> c1 = at_adjoint(g0[2 * t + 1], g1[2 * t + 1]);
-          store4(d + t, kg * B, at_adjoint(c0.a, c1.a));
-          store4(d + t + 4 * kg * B, kg * B, at_adjoint(c0.b, c1.b));
-          store4(d + t + 8 * kg * B, kg * B, at_adjoint(c0.c, c1.c));
-          store4(d + t + 12 * kg * B, kg * B, at_adjoint(c0.d, c1.d));
+          const V4<T> c0 = V4<T>::at_adjoint(g0[2 * t], g1[2 * t]);  // A along the columns
+          const V4<T> c1 = V4<T>::at_adjoint(g0[2 * t + 1], g1[2 * t + 1]);
+          for (int i = 0; i < 4; i++)
+            V4<T>::at_adjoint(c0[i], c1[i]).store(d + t + 4 * i * kg * B, kg * B);
         }
       }
   }
@@ -134,13 +118,11 @@ void transform_weights(const ConvShape& p, const T* wg, T* u) {
     for (int64_t c = 0; c < cg; c++) {
       const T* f = wg + (k * cg + c) * 9;
       V4<T> col[3];  // G down the columns, then along the rows
-      for (int j = 0; j < 3; j++) col[j] = g3(f[j], f[3 + j], f[6 + j]);
+      for (int j = 0; j < 3; j++) col[j] = V4<T>::g3(f[j], f[3 + j], f[6 + j]);
       T* d = u + k * cg + c;
       const int64_t st = kg * cg;
-      store4(d, st, g3(col[0].a, col[1].a, col[2].a));
-      store4(d + 4 * st, st, g3(col[0].b, col[1].b, col[2].b));
-      store4(d + 8 * st, st, g3(col[0].c, col[1].c, col[2].c));
-      store4(d + 12 * st, st, g3(col[0].d, col[1].d, col[2].d));
+      for (int i = 0; i < 4; i++)
+        V4<T>::g3(col[0][i], col[1][i], col[2][i]).store(d + 4 * i * st, st);
     }
 }
 
@@ -171,7 +153,7 @@ void forward(const ConvShape& p, const T* x, const T* w, const T* bias, T* y) {
             for (int64_t t = 0; t < tl.tw; t++) {  // y = A^T m A
               T s[2][4];
               for (int j = 0; j < 4; j++) {
-                const V4<T> col = load4(mk + j * MB + t, 4 * MB);
+                const V4<T> col = V4<T>::load(mk + j * MB + t, 4 * MB);
                 s[0][j] = col.a + col.b + col.c, s[1][j] = col.b - col.c - col.d;
               }
               for (int i = 0; i < 2; i++) {
@@ -218,9 +200,9 @@ void backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
             for (int64_t t = 0; t < tl.tw; t++) {
               T tt[4][4];  // B applied down the columns, then along the rows
               for (int j = 0; j < 4; j++)
-                store4(&tt[0][j], 4, bt_adjoint(load4(vc + j * VB + t, 4 * VB)));
+                V4<T>::load(vc + j * VB + t, 4 * VB).bt_adjoint().store(&tt[0][j], 4);
               for (int i = 0; i < 4; i++) {
-                const V4<T> d = bt_adjoint(load4(&tt[i][0], 1));
+                const V4<T> d = V4<T>::load(&tt[i][0], 1).bt_adjoint();
                 lo[i * wp + 2 * t] = d.a, lo[i * wp + 2 * t + 1] = d.b;
                 hi[i * wp + 2 * t + 2] = d.c, hi[i * wp + 2 * t + 3] = d.d;
               }
@@ -262,20 +244,15 @@ void backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
       for (int64_t c = 0; c < cg; c++) {
         const T* s = du + k * cg + c;
         T t[12];  // G^T down the columns (3 x 4), then along the rows
-        for (int j = 0; j < 4; j++) g_adjoint(load4(s + j * kg * cg, 4 * kg * cg), t + j, 4);
+        for (int j = 0; j < 4; j++) V4<T>::load(s + j * kg * cg, 4 * kg * cg).g_adjoint(t + j, 4);
         for (int m = 0; m < 3; m++)
-          g_adjoint(load4(t + 4 * m, 1), gwg + (k * cg + c) * 9 + 3 * m, 1);
+          V4<T>::load(t + 4 * m, 1).g_adjoint(gwg + (k * cg + c) * 9 + 3 * m, 1);
       }
   }
 }
 
 }  // namespace
 
-template <class T>
-ConvAlgo<T> conv_winograd() {
-  return {forward<T>, backward_input<T>, backward_weight<T>};
-}
-template ConvAlgo<float> conv_winograd<float>();
-template ConvAlgo<double> conv_winograd<double>();
+UD_CONV_ALGO(conv_winograd)
 
 }  // namespace ud_dense

@@ -32,9 +32,7 @@ find_path(UD_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp PATHS ${_ud_prefix}/include N
 find_library(UD_DNNL_LIBRARY NAMES dnnl PATHS ${_ud_prefix}/lib NO_DEFAULT_PATH REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 
-foreach(_ud_src matmul conv conv_direct conv_im2col conv_winograd conv_onednn)
-  list(APPEND UD_X86_DENSE_SOURCES ${_ud_dense_dir}/${_ud_src}.cpp)
-endforeach()
+file(GLOB UD_X86_DENSE_SOURCES CONFIGURE_DEPENDS "${_ud_dense_dir}/*.cpp")
 # The portable algorithms' inner loops are written for the auto-vectorizer, which needs -O3.
 set_source_files_properties(${_ud_dense_dir}/conv_direct.cpp ${_ud_dense_dir}/conv_im2col.cpp
   ${_ud_dense_dir}/conv_winograd.cpp PROPERTIES COMPILE_OPTIONS "-O3")

@@ -8,6 +8,8 @@
 #include <unidev/plugin_kit.h>
 #include <unidev/unidev.h>
 
+#include "x86.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -97,21 +99,16 @@ void pack(const UD_Tensor& t, T* dense, bool to_view) {
     strided_copy(dense, cs, data_ptr<T>(t), t.strides, t.ndim, t.shape);
 }
 
-// An UD_ERR_INVALID_ARGUMENT error with a printf-style message.
-#define UD_INVALID(...) ud_kit_error(UD_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+using ll = long long;  // for printf's %lld
 
 // ndim (when >= 0) and dtype: float32/float64, and equal to `want` when given. The structure of
 // every tensor was checked by ud_x86_check_args.
 inline UD_Error* check_input(const char* op, const char* arg, const UD_Tensor& t, int ndim,
                              const UD_DType* want) {
-  if (ndim >= 0 && t.ndim != ndim)
-    return UD_INVALID("%s: '%s' has ndim %d, expected %d", op, arg, t.ndim, ndim);
-  if (want) return ud_kit_check_dtype(op, arg, &t, *want);
-  const UD_DType d = t.dtype;
-  if (d.code != UD_DTYPE_FLOAT || d.lanes != 1 || (d.bits != 32 && d.bits != 64))
-    return UD_INVALID("%s: '%s' has dtype %s, expected float32 or float64", op, arg,
-                      ud_kit_dtype_name(t.dtype));
-  return nullptr;
+  UD_REQUIRE(ndim < 0 || t.ndim == ndim, "%s: '%s' has ndim %d, expected %d", op, arg, t.ndim,
+             ndim);
+  return want ? ud_kit_check_dtype(op, arg, &t, *want)
+              : ud_x86_check_dt(op, arg, &t, UD_FLOAT_SET, nullptr);
 }
 
 // Runs f(T()) for T = float or double as the dtype says; C++ exceptions become error objects.

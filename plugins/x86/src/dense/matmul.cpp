@@ -3,7 +3,6 @@
 // only layouts BLAS cannot express (e.g. both strides > 1) are copied into a dense buffer.
 #include <memory>
 
-#include "dense.h"
 #include "dense_common.h"
 #include "x86.h"
 
@@ -79,21 +78,17 @@ UD_Error* check_shapes(const char* op, const UD_Tensor& a, const UD_Tensor& b,
                        const UD_Tensor& out) {
   const int d = a.ndim;
   for (int i = 0; i < d - 2; i++)
-    if (b.shape[i] != a.shape[i] || out.shape[i] != a.shape[i])
-      return UD_INVALID(
-          "%s: batch dim %d is %lld/%lld/%lld for a/b/out, expected equal (broadcast "
-          "batches come with stride 0)",
-          op, i, (long long)a.shape[i], (long long)b.shape[i], (long long)out.shape[i]);
+    UD_REQUIRE(b.shape[i] == a.shape[i] && out.shape[i] == a.shape[i],
+               "%s: batch dim %d is %lld/%lld/%lld for a/b/out, expected equal (broadcast batches "
+               "come with stride 0)", op, i, ll(a.shape[i]), ll(b.shape[i]), ll(out.shape[i]));
   const int64_t m = a.shape[d - 2], k = a.shape[d - 1], n = b.shape[d - 1];
-  if (b.shape[d - 2] != k || out.shape[d - 2] != m || out.shape[d - 1] != n)
-    return UD_INVALID(
-        "%s: a [.., %lld, %lld] @ b [.., %lld, %lld] -> out [.., %lld, %lld], "
-        "expected b [.., %lld, N] and out [.., %lld, N]",
-        op, (long long)m, (long long)k, (long long)b.shape[d - 2], (long long)n,
-        (long long)out.shape[d - 2], (long long)out.shape[d - 1], (long long)k, (long long)m);
+  UD_REQUIRE(b.shape[d - 2] == k && out.shape[d - 2] == m && out.shape[d - 1] == n,
+             "%s: a [.., %lld, %lld] @ b [.., %lld, %lld] -> out [.., %lld, %lld], expected "
+             "b [.., %lld, N] and out [.., %lld, N]", op, ll(m), ll(k), ll(b.shape[d - 2]), ll(n),
+             ll(out.shape[d - 2]), ll(out.shape[d - 1]), ll(k), ll(m));
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
     return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: m=%lld n=%lld k=%lld exceed BLAS's int32", op,
-                        (long long)m, (long long)n, (long long)k);
+                        ll(m), ll(n), ll(k));
   return nullptr;
 }
 
@@ -121,36 +116,34 @@ void run(const UD_Tensor& a, const UD_Tensor& b, const UD_Tensor* c, const UD_Te
   }
 }
 
+// matmul: a [.., m, k] @ b [.., k, n]; gemm: 2-D, alpha * a @ b + beta * c.
+UD_Error* matmul_kernel(const UD_KernelArgs* args, bool is_gemm) {
+  const char* op = is_gemm ? "gemm" : "matmul";
+  UD_TRY(ud_x86_check_args(op, args, is_gemm ? 3 : 2, 1, is_gemm ? "ff" : ""));
+  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
+  UD_TRY(check_input(op, "a", a, is_gemm ? 2 : -1, nullptr));
+  UD_REQUIRE(a.ndim >= 2, "matmul: 'a' has ndim %d, expected >= 2", a.ndim);
+  UD_TRY(check_input(op, "b", b, a.ndim, &a.dtype));
+  UD_TRY(check_input(op, "out", out, a.ndim, &a.dtype));
+  UD_TRY(check_shapes(op, a, b, out));
+  const UD_Tensor* c = is_gemm && ud_kit_present(&args->inputs[2]) ? &args->inputs[2] : nullptr;
+  if (c) {  // unidev.ops broadcasts c to [M, N] (stride 0)
+    UD_TRY(check_input(op, "c", *c, 2, &a.dtype));
+    UD_TRY(ud_kit_check_same_shape(op, "c", c, &out));
+  }
+  const double alpha = is_gemm ? args->attrs[0].value.f : 1.0;
+  const double beta = is_gemm ? args->attrs[1].value.f : 0.0;
+  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, c, out, alpha, beta); });
+}
+
+UD_Error* k_matmul(const UD_KernelArgs* args) { return matmul_kernel(args, false); }
+UD_Error* k_gemm(const UD_KernelArgs* args) { return matmul_kernel(args, true); }
+
 }  // namespace
 }  // namespace ud_dense
 
-using namespace ud_dense;
-
-extern "C" UD_Error* ud_x86_matmul(const UD_KernelArgs* args) {
-  static const char* op = "matmul";
-  if (UD_Error* e = ud_x86_check_args(op, args, 2, 1, "")) return e;
-  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
-  if (UD_Error* e = check_input(op, "a", a, -1, nullptr)) return e;
-  if (a.ndim < 2) return UD_INVALID("matmul: 'a' has ndim %d, expected >= 2", a.ndim);
-  if (UD_Error* e = check_input(op, "b", b, a.ndim, &a.dtype)) return e;
-  if (UD_Error* e = check_input(op, "out", out, a.ndim, &a.dtype)) return e;
-  if (UD_Error* e = check_shapes(op, a, b, out)) return e;
-  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, nullptr, out, 1.0, 0.0); });
-}
-
-extern "C" UD_Error* ud_x86_gemm(const UD_KernelArgs* args) {
-  static const char* op = "gemm";
-  if (UD_Error* e = ud_x86_check_args(op, args, 3, 1, "ff")) return e;
-  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
-  const UD_Tensor* c = ud_kit_present(&args->inputs[2]) ? &args->inputs[2] : nullptr;
-  if (UD_Error* e = check_input(op, "a", a, 2, nullptr)) return e;
-  if (UD_Error* e = check_input(op, "b", b, 2, &a.dtype)) return e;
-  if (UD_Error* e = check_input(op, "out", out, 2, &a.dtype)) return e;
-  if (UD_Error* e = check_shapes(op, a, b, out)) return e;
-  if (c) {  // unidev.ops broadcasts c to [M, N] (stride 0)
-    if (UD_Error* e = check_input(op, "c", *c, 2, &a.dtype)) return e;
-    if (UD_Error* e = ud_kit_check_same_shape(op, "c", c, &out)) return e;
-  }
-  const double alpha = args->attrs[0].value.f, beta = args->attrs[1].value.f;
-  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, c, out, alpha, beta); });
-}
+extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
+    {"matmul", UD_FLOAT_SET, ud_dense::k_matmul},
+    {"gemm", UD_FLOAT_SET, ud_dense::k_gemm},
+    {nullptr, 0, nullptr},
+};
