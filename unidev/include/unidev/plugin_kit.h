@@ -131,8 +131,13 @@ static inline UD_Error* ud_kit_check_tensor(const char* op, const char* arg, con
     if (n != 0) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has a null handle", op, arg);
   }
   const int64_t limit = INT64_MAX / 16;
-  int64_t last = 0;
+  int64_t last = 0, numel = 1;
   for (int i = 0; i < t->ndim; i++) {
+    /* the element count must fit too: strides of 0 keep the extent small for any shape */
+    if (t->shape[i] > 0 && numel > limit / t->shape[i])
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has more than 2^59 elements", op,
+                          arg);
+    if (t->shape[i] >= 0) numel *= t->shape[i];
     if (t->shape[i] < 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' shape[%d] = %lld, expected >= 0", op,
                           arg, i, (long long)t->shape[i]);
