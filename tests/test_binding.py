@@ -132,6 +132,28 @@ def test_freed_handle(testdev):
         lib.free(0, a.buffer.handle)
 
 
+def test_foreign_stream_and_event_handles(testdev):
+    lib = discovery.load(testdev)
+    garbage = 0xDEAD0000BEEF
+    for call in (lambda: lib.stream_synchronize(garbage), lambda: lib.stream_query(garbage),
+                 lambda: lib.stream_destroy(garbage), lambda: lib.malloc(0, 64, garbage)):
+        with pytest.raises(unidev.UnknownHandleError, match="stream_create"):
+            call()
+    s, e = lib.stream_create(0), lib.event_create(0)
+    for call in (lambda: lib.event_record(garbage, s), lambda: lib.event_query(garbage),
+                 lambda: lib.stream_wait_event(s, garbage), lambda: lib.event_destroy(garbage)):
+        with pytest.raises(unidev.UnknownHandleError, match="event_create"):
+            call()
+    lib.event_record(e, s)
+    lib.event_synchronize(e)
+    lib.event_destroy(e)
+    lib.stream_destroy(s)
+    with pytest.raises(unidev.UnknownHandleError, match="destroyed"):
+        lib.event_query(e)
+    with pytest.raises(unidev.UnknownHandleError, match="destroyed"):
+        lib.stream_synchronize(s)
+
+
 def test_bad_device_index(testdev):
     with pytest.raises(unidev.InvalidArgumentError, match=r"index 7 out of range.*2 device"):
         DeviceArray.empty((2,), "float32", "testdev:7")

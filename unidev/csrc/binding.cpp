@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -188,8 +189,30 @@ class Library : public std::enable_shared_from_this<Library> {
     return s;
   }
 
+  // Streams and events reach Python as integers; only those this Library made (and has not
+  // destroyed) go back to the plugin, which would otherwise dereference a garbage pointer.
+  UD_Stream user_stream(uint64_t s, const char* what, int32_t device = -1) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = user_streams_.find(s);
+    if (it == user_streams_.end())
+      raise_code(UD_ERR_UNKNOWN_HANDLE, std::string(what) + ": stream " + hex(s) +
+                                            " was not made by stream_create (or was destroyed)");
+    if (device >= 0 && it->second != device)
+      raise_code(UD_ERR_INVALID_ARGUMENT, std::string(what) + ": stream " + hex(s) +
+                                              " belongs to device " + std::to_string(it->second) +
+                                              ", not " + std::to_string(device));
+    return reinterpret_cast<UD_Stream>(s);
+  }
+  UD_Event user_event(uint64_t e, const char* what) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!user_events_.count(e))
+      raise_code(UD_ERR_UNKNOWN_HANDLE, std::string(what) + ": event " + hex(e) +
+                                            " was not made by event_create (or was destroyed)");
+    return reinterpret_cast<UD_Event>(e);
+  }
+
   UD_Stream pick(int32_t device, uint64_t stream) {
-    return stream ? reinterpret_cast<UD_Stream>(stream) : this->stream(device);
+    return stream ? user_stream(stream, "stream", device) : this->stream(device);
   }
 
   uint64_t malloc(int32_t device, uint64_t size, uint64_t stream) {
@@ -292,28 +315,37 @@ class Library : public std::enable_shared_from_this<Library> {
     check_device(device, "stream_create");
     UD_Stream s = nullptr;
     check(api_->stream_create(device, &s), "stream_create");
+    std::lock_guard<std::mutex> g(mu_);
+    user_streams_[reinterpret_cast<uint64_t>(s)] = device;
     return reinterpret_cast<uint64_t>(s);
   }
   void stream_destroy(uint64_t s) {
-    check(api_->stream_destroy(reinterpret_cast<UD_Stream>(s)), "stream_destroy");
+    UD_Stream st = user_stream(s, "stream_destroy");
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      user_streams_.erase(s);
+    }
+    check(api_->stream_destroy(st), "stream_destroy");
   }
   void stream_synchronize(uint64_t s) {
+    UD_Stream st = user_stream(s, "stream_synchronize");
     UD_Error* err;
     {
       py::gil_scoped_release nogil;
-      err = api_->stream_synchronize(reinterpret_cast<UD_Stream>(s));
+      err = api_->stream_synchronize(st);
     }
     check(err, "stream_synchronize");
   }
   bool stream_query(uint64_t s) {
     need(reinterpret_cast<const void*>(api_->stream_query), "stream_query");
     int32_t done = 0;
-    check(api_->stream_query(reinterpret_cast<UD_Stream>(s), &done), "stream_query");
+    check(api_->stream_query(user_stream(s, "stream_query"), &done), "stream_query");
     return done != 0;
   }
   void stream_wait_event(uint64_t s, uint64_t e) {
     need(reinterpret_cast<const void*>(api_->stream_wait_event), "stream_wait_event");
-    check(api_->stream_wait_event(reinterpret_cast<UD_Stream>(s), reinterpret_cast<UD_Event>(e)),
+    check(api_->stream_wait_event(user_stream(s, "stream_wait_event"),
+                                  user_event(e, "stream_wait_event")),
           "stream_wait_event");
   }
   uint64_t event_create(int32_t device) {
@@ -321,29 +353,37 @@ class Library : public std::enable_shared_from_this<Library> {
     check_device(device, "event_create");
     UD_Event e = nullptr;
     check(api_->event_create(device, &e), "event_create");
+    std::lock_guard<std::mutex> g(mu_);
+    user_events_.insert(reinterpret_cast<uint64_t>(e));
     return reinterpret_cast<uint64_t>(e);
   }
   void event_destroy(uint64_t e) {
     need(reinterpret_cast<const void*>(api_->event_destroy), "event_destroy");
-    check(api_->event_destroy(reinterpret_cast<UD_Event>(e)), "event_destroy");
+    UD_Event ev = user_event(e, "event_destroy");
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      user_events_.erase(e);
+    }
+    check(api_->event_destroy(ev), "event_destroy");
   }
   void event_record(uint64_t e, uint64_t s) {
     need(reinterpret_cast<const void*>(api_->event_record), "event_record");
-    check(api_->event_record(reinterpret_cast<UD_Event>(e), reinterpret_cast<UD_Stream>(s)),
+    check(api_->event_record(user_event(e, "event_record"), user_stream(s, "event_record")),
           "event_record");
   }
   bool event_query(uint64_t e) {
     need(reinterpret_cast<const void*>(api_->event_query), "event_query");
     int32_t done = 0;
-    check(api_->event_query(reinterpret_cast<UD_Event>(e), &done), "event_query");
+    check(api_->event_query(user_event(e, "event_query"), &done), "event_query");
     return done != 0;
   }
   void event_synchronize(uint64_t e) {
     need(reinterpret_cast<const void*>(api_->event_synchronize), "event_synchronize");
+    UD_Event ev = user_event(e, "event_synchronize");
     UD_Error* err;
     {
       py::gil_scoped_release nogil;
-      err = api_->event_synchronize(reinterpret_cast<UD_Event>(e));
+      err = api_->event_synchronize(ev);
     }
     check(err, "event_synchronize");
   }
@@ -370,6 +410,8 @@ class Library : public std::enable_shared_from_this<Library> {
   const UD_Api* api_ = nullptr;
   int32_t dl_type_ = UD_DLPACK_EXT_DEV;
   std::map<int32_t, UD_Stream> streams_;
+  std::map<uint64_t, int32_t> user_streams_;  // made by stream_create: handle -> device
+  std::set<uint64_t> user_events_;
   // an error seen while the GIL was released, raised once it is held again
   int pending_code_ = 0;
   std::string pending_msg_;
