@@ -19,7 +19,7 @@ def r(*shape: int) -> np.ndarray:
 X, Y, B = r(4, 5), r(4, 5), r(5)
 IMG, K3, K2 = r(2, 9, 7, 3), r(3, 3, 3, 4), r(2, 2, 3, 4)
 LOGITS, LABELS = r(6, 5), rng.integers(0, 5, 6).astype(np.int32)
-BM1, BM2 = r(2, 3, 4), r(1, 4, 2)
+BM1, BM2, BIG = r(2, 3, 4), r(1, 4, 2), r(300, 700)
 
 
 def grads(f, *xs):
@@ -67,6 +67,9 @@ CASES = {
     "max_pool_same": lambda: grads(lambda x: tf.nn.max_pool2d(x, 3, 2, "SAME"), IMG),
     "max_pool_valid": lambda: grads(lambda x: tf.nn.max_pool2d(x, 2, 2, "VALID"), IMG),
     "avg_pool_same": lambda: grads(lambda x: tf.nn.avg_pool2d(x, 2, 2, "SAME"), IMG),
+    "constants": lambda: [tf.constant(v) for v in (
+        X, X.astype(np.float64), LABELS.astype(np.int64), X > 0, np.float32(2.5),
+        np.zeros((0, 3), np.float32), BIG)],
     "relu_tanh_sigmoid_grads": lambda: grads(lambda x: tf.nn.relu(x) + tf.tanh(x) * tf.sigmoid(x)
                                              + tf.sqrt(x * x + 1) + tf.math.rsqrt(x * x + 1), X),
 }
@@ -102,6 +105,17 @@ def ops(device: str) -> dict:
             res["cases"][name] = {"diff": diff, "device": where}
         except Exception as exc:
             res["cases"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    from tensorflow.python.framework import kernels
+
+    dev_type = device.split(":")[1]  # which kernel serves eager tf.constant on the device
+    res["eager_const"] = sorted(
+        (k.constraint[0].allowed_values.list.type[0], list(k.host_memory_arg))
+        for k in kernels.get_registered_kernels_for_op("_EagerConst").kernel
+        if k.device_type == dev_type)
+    res["cast_from_int32"] = [  # int32 is host memory: the Cast stages it, not TF's EventMgr copy
+        list(k.host_memory_arg) for k in kernels.get_registered_kernels_for_op("Cast").kernel
+        if k.device_type == dev_type and any(
+            c.name == "SrcT" and c.allowed_values.list.type[0] == 3 for c in k.constraint)]
     res["errors"] = {}
     bad = {
         "broadcast": lambda: tf.add(tf.ones(3), tf.ones(4)),

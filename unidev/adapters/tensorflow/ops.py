@@ -56,6 +56,9 @@ TF_OPS: tuple[TfOp, ...] = (
     _u("Sign", "sign", NUM), _u("Floor", "floor"), _u("Ceil", "ceil"), _u("Round", "round"),
     _u("Erf", "erf"), _u("LogicalNot", "logical_not", ("bool",)),
     _u("Softmax", "softmax"), _u("LogSoftmax", "log_softmax"),
+    # eager tf.constant: the host value copied by the adapter (TF's own kernel copies it through
+    # its EventMgr, several thread switches per constant)
+    TfOp("_EagerConst", "eager_const", "copy", ALL, host=("input",)),
     TfOp("StopGradient", "forward", "copy", ALL), TfOp("Snapshot", "forward", "copy", ALL),
     TfOp("ZerosLike", "zeros_like", "zero", ALL),
     TfOp("OnesLike", "ones_like", "fill", ALL),

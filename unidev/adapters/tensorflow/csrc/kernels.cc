@@ -112,24 +112,30 @@ struct Kern {
   TF_DataType dst = TF_FLOAT;
 };
 
+// Kernels never nest on a thread: each thread reuses one list of fetched tensors and one status.
+thread_local std::vector<TF_Tensor*> t_owned;
+
 // One kernel invocation: owns the TF tensors it fetched and the status.
 struct Call {
   TF_OpKernelContext* ctx;
   const Kern* k;
-  TF_Status* st;  // one per thread, reused: the per-call path allocates as little as it can
+  TF_Status* st;
   SP_Stream sp = nullptr;
-  std::vector<TF_Tensor*> owned;
+  std::vector<TF_Tensor*>& owned = t_owned;
 
   Call(TF_OpKernelContext* c, const Kern* kern) : ctx(c), k(kern) {
     static thread_local TF_Status* status = TF_NewStatus();
     st = status;
     TF_SetStatus(st, TF_OK, "");
-    owned.reserve(8);
     sp = TF_GetStream(ctx, st);
   }
   ~Call() {
     if (TF_GetCode(st) != TF_OK) TF_OpKernelContext_Failure(ctx, st);
+    release();
+  }
+  void release() {
     for (TF_Tensor* t : owned) TF_DeleteTensor(t);
+    owned.clear();
   }
   bool ok() const { return TF_GetCode(st) == TF_OK; }
   bool fail(TF_Code code, const std::string& msg) {
@@ -148,9 +154,18 @@ struct Call {
     return ok() ? t : nullptr;
   }
   TF_Tensor* output(int i, TF_DataType dt, const std::vector<int64_t>& dims) {
+    return output(i, dt, dims.data(), int(dims.size()));
+  }
+  // Output `i`; with `reuse` >= 0 in that input's buffer when TF can hand it over (same dtype
+  // and size, no other reader; elementwise ops only). TF hands over only unshared buffers and each
+  // fetched input holds a reference, so those are released first: callers must not use them.
+  TF_Tensor* output(int i, TF_DataType dt, const int64_t* dims, int nd, int reuse = -1) {
     size_t bytes = TF_DataTypeSize(dt);
-    for (int64_t d : dims) bytes *= size_t(d);
-    return keep(TF_AllocateOutput(ctx, i, dt, dims.data(), int(dims.size()), bytes, st));
+    for (int j = 0; j < nd; j++) bytes *= size_t(dims[j]);
+    if (reuse < 0) return keep(TF_AllocateOutput(ctx, i, dt, dims, nd, bytes, st));
+    int forwarded = -1;
+    release();
+    return keep(TF_ForwardInputOrAllocateOutput(ctx, &reuse, 1, i, dims, nd, &forwarded, st));
   }
   TF_Tensor* temp(TF_DataType dt, const std::vector<int64_t>& dims) {
     TF_AllocatorAttributes attr{TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, 0};
@@ -159,6 +174,8 @@ struct Call {
   TF_DataType out_type() const { return TF_ExpectedOutputDataType(ctx, 0); }
   // A device-memory descriptor of input `i`; declared host-memory inputs are staged over.
   bool device_input(int i, Desc* d);
+  // Host tensor `src` copied into device tensor `dst` of the same size, waited for.
+  bool upload(TF_Tensor* dst, const TF_Tensor* src);
   bool run(int op, std::initializer_list<const Desc*> ins, std::initializer_list<const Desc*> outs,
            const Attrs& attrs);
   bool run(int op, std::initializer_list<const Desc*> in, std::initializer_list<const Desc*> out) {
@@ -174,11 +191,11 @@ std::vector<int64_t> dims_of(const TF_Tensor* t) {
 
 std::vector<int64_t> dims_of(const Desc& d) { return {d.shape, d.shape + d.t.ndim}; }
 
-Desc contiguous(UD_Handle h, TF_DataType dt, const std::vector<int64_t>& dims, int32_t device) {
+Desc contiguous(UD_Handle h, TF_DataType dt, const int64_t* dims, int nd, int32_t device) {
   Desc d;
   d.t.handle = h;
   d.t.device = {UD_DLPACK_EXT_DEV, device};
-  d.t.ndim = int32_t(dims.size());
+  d.t.ndim = nd;
   d.t.dtype = kUdTypes[std::max(dindex(dt), 0)];
   int64_t s = 1;
   for (int i = d.t.ndim - 1; i >= 0; i--) d.shape[i] = dims[i], d.strides[i] = s, s *= dims[i];
@@ -186,14 +203,16 @@ Desc contiguous(UD_Handle h, TF_DataType dt, const std::vector<int64_t>& dims, i
 }
 
 Desc desc(const Call& c, const TF_Tensor* t) {
-  return contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(t)), TF_TensorType(t), dims_of(t),
+  int64_t dims[kMaxDims];  // input() and output() keep ranks within kMaxDims
+  int nd = std::min(TF_NumDims(t), kMaxDims);
+  for (int i = 0; i < nd; i++) dims[i] = TF_Dim(t, i);
+  return contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(t)), TF_TensorType(t), dims, nd,
                     c.sp->device);
 }
 
 Desc absent() {
   Desc d;
-  d.t.ndim = -1;
-  return d;
+  return d.t.ndim = -1, d;
 }
 
 // `d` broadcast (numpy rules, right-aligned) to `shape`: stride 0 on broadcast dimensions.
@@ -226,28 +245,23 @@ bool broadcast_shape(Call& c, std::initializer_list<const Desc*> ds, std::vector
 
 bool Call::device_input(int i, Desc* d) {
   TF_Tensor* t = input(i);
-  if (!t) return false;
-  bool host = false;
-  if (k->op->host[0]) {  // only declared arguments live in host memory
-    TF_Status* s = TF_NewStatus();
-    host = TF_IsHostMemoryInput(ctx, i, s);
-    TF_DeleteStatus(s);
-  }
-  if (!host) {
-    *d = desc(*this, t);
-    return true;
-  }
-  TF_Tensor* dev = temp(TF_TensorType(t), dims_of(t));
-  if (!dev) return false;
-  const UD_Api* api = udtf::plugin().api;
-  // The host tensor is released when this kernel returns, so wait for the copy.
-  if (TF_TensorByteSize(t) &&
-      (!udtf::check(api->memcpy_h2d(sp->stream, reinterpret_cast<UD_Handle>(TF_TensorData(dev)),
-                                    TF_TensorData(t), TF_TensorByteSize(t)), st, "memcpy_h2d") ||
-       !udtf::check(api->stream_synchronize(sp->stream), st, "memcpy_h2d")))
-    return false;
+  // only declared arguments and Cast's int32 input live in host memory
+  bool host = t && (k->op->host[0] || k->op->handler == H_cast) &&
+              TF_IsHostMemoryInput(ctx, i, st);
+  TF_Tensor* dev = host ? temp(TF_TensorType(t), dims_of(t)) : t;
+  if (!dev || (host && !upload(dev, t))) return false;
   *d = desc(*this, dev);
   return true;
+}
+
+bool Call::upload(TF_Tensor* dst, const TF_Tensor* src) {
+  const UD_Api* api = udtf::plugin().api;
+  size_t n = TF_TensorByteSize(src);
+  // The host tensor is released when this kernel returns, so wait for the copy.
+  return !n || (udtf::check(api->memcpy_h2d(sp->stream, reinterpret_cast<UD_Handle>(
+                                                TF_TensorData(dst)), TF_TensorData(src), n),
+                            st, "memcpy_h2d") &&
+                udtf::check(api->stream_synchronize(sp->stream), st, "memcpy_h2d"));
 }
 
 bool Call::run(int op, std::initializer_list<const Desc*> ins,
@@ -286,10 +300,20 @@ std::vector<int64_t> host_ints(const TF_Tensor* t) {
 
 void h_unary(Call& c) {
   TF_Tensor* x = c.input(0);
-  TF_Tensor* y = x ? c.output(0, c.out_type(), dims_of(x)) : nullptr;
+  Desc dx = x ? desc(c, x) : absent();
+  bool rowwise = c.k->op->ud == OP_softmax || c.k->op->ud == OP_log_softmax;  // never in place
+  TF_Tensor* y = x ? c.output(0, c.out_type(), dx.shape, dx.t.ndim, rowwise ? -1 : 0) : nullptr;
   if (!y) return;
-  Desc dx = desc(c, x), dy = desc(c, y);
+  Desc dy = desc(c, y);
   c.run(c.k->op->ud, {&dx}, {&dy});
+}
+
+// eager tf.constant: TF's own kernel would take the input in device memory, copied through
+// TF's EventMgr (a callback on another thread per copy); here the host input is copied directly.
+void h_eager_const(Call& c) {
+  TF_Tensor* x = c.input(0);
+  TF_Tensor* y = x ? c.output(0, TF_TensorType(x), dims_of(x)) : nullptr;
+  if (y) c.upload(y, x);
 }
 
 void h_forward(Call& c) {
@@ -305,21 +329,24 @@ void h_like(Call& c, double value) {
   else c.run(OP_fill, {}, {&dy}, Attrs(OP_fill).f("value", value));
 }
 
-// Inputs 0..n-1 broadcast together; the output allocated with the broadcast shape.
-bool broadcast_inputs(Call& c, int n, Desc* ds, Desc* out) {
-  std::vector<int64_t> shape;
+// Inputs 0..n-1 broadcast together; the output gets the broadcast shape, in the buffer of input
+// `reuse` if TF hands it over (an elementwise op may write its first input; conformance checks it).
+bool broadcast_inputs(Call& c, int n, Desc* ds, Desc* out, int reuse = -1) {
+  static thread_local std::vector<int64_t> shape;
   for (int i = 0; i < n; i++)
     if (!c.device_input(i, &ds[i])) return false;
   if (!broadcast_shape(c, {&ds[0], &ds[n > 1 ? 1 : 0], &ds[n - 1]}, &shape)) return false;
   for (int i = 0; i < n; i++) ds[i] = broadcast(ds[i], shape);
-  TF_Tensor* y = c.output(0, c.out_type(), shape);
+  TF_Tensor* y = c.output(0, c.out_type(), shape.data(), int(shape.size()), reuse);
   if (y) *out = desc(c, y);
+  if (y && reuse >= 0 && ds[reuse].t.handle == out->t.handle) ds[reuse] = *out;  // exact alias
   return y != nullptr;
 }
 
 void h_binary(Call& c, bool reversed) {
   Desc in[2], out;
-  if (broadcast_inputs(c, 2, in, &out)) c.run(c.k->op->ud, {&in[reversed], &in[!reversed]}, {&out});
+  if (broadcast_inputs(c, 2, in, &out, reversed ? 1 : 0))
+    c.run(c.k->op->ud, {&in[reversed], &in[!reversed]}, {&out});
 }
 
 Desc temp_like(Call& c, const Desc& like, TF_DataType dt) {
@@ -454,7 +481,7 @@ void h_bias_add(Call& c) {
     return void(c.fail(TF_INVALID_ARGUMENT, "bias must be 1-D and match value's channels"));
   Desc b = broadcast(bias, dims_of(x));
   for (int i = 0; i < x.t.ndim; i++) b.strides[i] = i == ch ? 1 : 0;
-  TF_Tensor* y = c.output(0, c.out_type(), dims_of(x));
+  TF_Tensor* y = c.output(0, c.out_type(), x.shape, x.t.ndim, 0);  // in place when TF allows
   if (!y) return;
   Desc dy = desc(c, y);
   c.run(OP_add, {&x, &b}, {&dy});
@@ -521,7 +548,7 @@ void h_broadcast_to(Call& c) {
   if (!s) return;
   std::vector<int64_t> shape = host_ints(s), check;
   if (shape.size() > kMaxDims) return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
-  Desc target = contiguous(0, TF_FLOAT, shape, 0);
+  Desc target = contiguous(0, TF_FLOAT, shape.data(), int(shape.size()), 0);
   if (!broadcast_shape(c, {&x, &target}, &check)) return;
   if (check != shape)
     return void(c.fail(TF_INVALID_ARGUMENT, "input is not broadcastable to the requested shape"));
@@ -554,8 +581,8 @@ void h_tile(Call& c) {
   }
   TF_Tensor* y = c.output(0, c.out_type(), dims);
   if (!y) return;
-  Desc dst = contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(y)), c.out_type(),
-                        dims_of(src), c.sp->device);
+  Desc dst = contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(y)), c.out_type(), src.shape,
+                        src.t.ndim, c.sp->device);
   c.run(OP_copy, {&src}, {&dst});
 }
 
@@ -872,6 +899,7 @@ void compute(void* kernel, TF_OpKernelContext* ctx) {
   switch (c.k->op->handler) {
     case H_unary: return h_unary(c);
     case H_forward: return h_forward(c);
+    case H_eager_const: return h_eager_const(c);
     case H_zeros_like: return h_like(c, 0.0);
     case H_ones_like: return h_like(c, 1.0);
     case H_binary: return h_binary(c, false);
@@ -918,6 +946,9 @@ bool register_one(int i, int di, int dst, TF_Status* st) {
   TF_KernelBuilder_TypeConstraint(b, op.type_attr, kTfTypes[di], st);
   if (dst >= 0) TF_KernelBuilder_TypeConstraint(b, "DstT", kTfTypes[dst], st);
   if (op.handler == H_argmax) TF_KernelBuilder_TypeConstraint(b, "output_type", TF_INT64, st);
+  // int32 lives in host memory (TF's rule): a Cast from it stages the value itself, rather than
+  // TF copying it over through its EventMgr (one per Keras step: the batch size of the loss)
+  if (op.handler == H_cast && kTfTypes[di] == TF_INT32) TF_KernelBuilder_HostMemory(b, "x");
   for (const char* h : op.host)
     if (h) TF_KernelBuilder_HostMemory(b, h);
   if (TF_GetCode(st) != TF_OK) {
