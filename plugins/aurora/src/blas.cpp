@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <thread>
 
 #include "strided.h"
 
@@ -13,13 +12,11 @@ namespace aurora {
 
 namespace {
 
+// BLAS runs single-threaded on each core of a parallel region (gemm below): OpenBLAS's own
+// threads synchronize by spinning and stall whenever the host has fewer free cores than threads.
 void blas_threads() {
   static std::once_flag once;
-  // the VE's 8 cores, but never more threads than the host has
-  std::call_once(once, [] {
-    int host = int(std::max(1u, std::thread::hardware_concurrency()));
-    scipy_openblas_set_num_threads(std::min(8, host));
-  });
+  std::call_once(once, [] { scipy_openblas_set_num_threads(1); });
 }
 
 void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
@@ -62,9 +59,10 @@ template <class T> void pack(const Mat<const T>& m, T* dst) {
 }  // namespace
 
 template <class T>
-void gemm(Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta, T* scratch) {
+VESIMresult gemm(VESIMkernel_ctx* kc, Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta,
+                 T* scratch) {
   int64_t m = c.rows, n = c.cols, k = a.cols;
-  if (m == 0 || n == 0) return;
+  if (m == 0 || n == 0) return VESIM_SUCCESS;
   blas_threads();
   bool ta, tb, tc;
   int64_t lda, ldb, ldc;
@@ -93,18 +91,26 @@ void gemm(Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta, T* scratch)
   if (k == 0) {  // BLAS leaves C alone when k = 0 only if beta = 1; make it explicit
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < n; j++) out[i * ldc + j] = beta == T(0) ? T(0) : beta * out[i * ldc + j];
-  } else {
-    call(ta, tb, int(m), int(n), int(k), alpha, a.p, int(lda), b.p, int(ldb), beta, out, int(ldc));
+  } else {  // blocks of C's rows (or columns, when it has more) on the cores
+    bool rows = m >= n;
+    VESIMresult r = parallel(kc, rows ? m : n, 32, [&](int64_t i, int64_t e) {
+      const T *pa = a.p + (rows ? i * (ta ? 1 : lda) : 0), *pb = b.p + (rows ? 0 : i * (tb ? ldb : 1));
+      call(ta, tb, int(rows ? e - i : m), int(rows ? n : e - i), int(k), alpha, pa, int(lda), pb,
+           int(ldb), beta, out + (rows ? i * ldc : i), int(ldc));
+    });
+    if (r) return r;
   }
   if (!direct) {
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < n; j++) c.p[i * c.rs + j * c.cs] = out[i * ldc + j];
   }
+  return VESIM_SUCCESS;
 }
 
-template void gemm<float>(Mat<const float>, Mat<const float>, Mat<float>, float, float, float*);
-template void gemm<double>(Mat<const double>, Mat<const double>, Mat<double>, double, double,
-                           double*);
+template VESIMresult gemm<float>(VESIMkernel_ctx*, Mat<const float>, Mat<const float>, Mat<float>,
+                                 float, float, float*);
+template VESIMresult gemm<double>(VESIMkernel_ctx*, Mat<const double>, Mat<const double>,
+                                  Mat<double>, double, double, double*);
 
 namespace {
 
@@ -140,9 +146,10 @@ template <class T> struct Matmul {
       const T* pa = A.ptr<const T>() + (A.data ? offset_of(i, nd - 2, O.shape, A.strides) : 0);
       const T* pb = B.ptr<const T>() + (B.data ? offset_of(i, nd - 2, O.shape, B.strides) : 0);
       T* po = O.ptr<T>() + offset_of(i, nd - 2, O.shape, O.strides);
-      gemm<T>({pa, m, kk, A.strides[nd - 2], A.strides[nd - 1]},
-              {pb, kk, n, B.strides[nd - 2], B.strides[nd - 1]},
-              {po, m, n, O.strides[nd - 2], O.strides[nd - 1]}, T(1), T(0), scratch);
+      if (VESIMresult r = gemm<T>(k, {pa, m, kk, A.strides[nd - 2], A.strides[nd - 1]},
+                                  {pb, kk, n, B.strides[nd - 2], B.strides[nd - 1]},
+                                  {po, m, n, O.strides[nd - 2], O.strides[nd - 1]}, T(1), T(0), scratch))
+        return r;
     }
     return VESIM_SUCCESS;
   }
@@ -175,10 +182,9 @@ template <class T> struct Gemm {
     Tensor* src[1] = {&c.in[2]};  // out = c first, then out = alpha a b + beta out
     if (beta != T(0))
       if (VESIMresult r = map_views<T, T>(k, O, src, [](T v) { return v; })) return r;
-    gemm<T>({A.ptr<const T>(), m, kk, A.strides[0], A.strides[1]},
-            {B.ptr<const T>(), kk, n, B.strides[0], B.strides[1]},
-            {O.ptr<T>(), m, n, O.strides[0], O.strides[1]}, alpha, beta, scratch);
-    return VESIM_SUCCESS;
+    return gemm<T>(k, {A.ptr<const T>(), m, kk, A.strides[0], A.strides[1]},
+                   {B.ptr<const T>(), kk, n, B.strides[0], B.strides[1]},
+                   {O.ptr<T>(), m, n, O.strides[0], O.strides[1]}, alpha, beta, scratch);
   }
 };
 

@@ -15,7 +15,8 @@ template <class T> struct Mat {
 // C = alpha * A @ B + beta * C for any strides (scratch holds packed copies; it must have room
 // for rows*cols of A, B and C). beta == 0 ignores C's old contents, nan included.
 template <class T>
-void gemm(Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta, T* scratch);
+VESIMresult gemm(VESIMkernel_ctx* k, Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta,
+                 T* scratch);
 
 // Bytes of scratch gemm() may need for these shapes.
 inline uint64_t gemm_scratch_bytes(int64_t m, int64_t n, int64_t k, int64_t itemsize) {

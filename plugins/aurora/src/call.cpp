@@ -23,15 +23,14 @@ uint32_t dtype_key(UD_DType d) { return uint32_t(d.code) << 24 | uint32_t(d.bits
 // Device half of every kernel: resolve the tensors through vesim, then run the body.
 VESIMresult trampoline(VESIMkernel_ctx* k, void* args) {
   std::unique_ptr<Call> c(*static_cast<Call**>(args));
-  char what[96];
   auto resolve = [&](Tensor& t, const char* kind, size_t i) -> VESIMresult {
     if (!t.present() || t.numel() == 0) return VESIM_SUCCESS;
     int64_t last = 0;
     for (int d = 0; d < t.ndim; d++) last += (t.shape[d] - 1) * t.strides[d];
     uint64_t bytes = t.offset + uint64_t(last + 1) * uint64_t(t.itemsize());
-    void* base;
-    snprintf(what, sizeof what, "%s: %s %zu", c->op, kind, i);
-    if (VESIMresult r = vesimDevResolve(k, t.handle, bytes, what, &base)) return r;
+    void* base;  // names are built without printf: this runs for every tensor of every call
+    std::string what = std::string(c->op) + ": " + kind + " " + std::to_string(i);
+    if (VESIMresult r = vesimDevResolve(k, t.handle, bytes, what.c_str(), &base)) return r;
     t.data = static_cast<char*>(base) + t.offset;
     return VESIM_SUCCESS;
   };
@@ -120,15 +119,14 @@ bool Check::signature(int inputs, int outputs, const char* attrs) {
     bool in = i < a_->num_inputs;
     const UD_Tensor& t = in ? a_->inputs[i] : a_->outputs[i - a_->num_inputs];
     if (in && t.ndim < 0) continue;  // an absent optional input; kernels check which may be
-    char name[24];
-    snprintf(name, sizeof name, "%s %d", in ? "input" : "output", in ? i : i - a_->num_inputs);
-    if ((err_ = ud_kit_check_tensor(op_, name, &t))) return false;
+    std::string name = (in ? "input " : "output ") + std::to_string(in ? i : i - a_->num_inputs);
+    if ((err_ = ud_kit_check_tensor(op_, name.c_str(), &t))) return false;
     // a view of more than 2^48 elements cannot be real device memory: refuse it before any loop
     double elems = 1;
     for (int d = 0; d < t.ndim; d++) elems *= double(t.shape[d]);
     if (elems > double(int64_t(1) << 48))
-      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48", name,
-                  elems);
+      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48",
+                  name.c_str(), elems);
   }
   return true;
 }
@@ -143,14 +141,11 @@ bool Check::dtype(const UD_Tensor& t, const char* name, UD_DType want) {
 bool Check::dtypes(UD_DType want, uint32_t skip) {
   for (int i = 0; i < a_->num_inputs; i++) {
     if (skip >> i & 1 || a_->inputs[i].ndim < 0) continue;
-    char name[24];
-    snprintf(name, sizeof name, "input %d", i);
-    if (!dtype(a_->inputs[i], name, want)) return false;
+    if (!dtype(a_->inputs[i], ("input " + std::to_string(i)).c_str(), want)) return false;
   }
   for (int i = 0; i < a_->num_outputs; i++) {
-    char name[24];
-    snprintf(name, sizeof name, "output %d", i);
-    if (!(skip >> (16 + i) & 1) && !dtype(a_->outputs[i], name, want)) return false;
+    std::string name = "output " + std::to_string(i);
+    if (!(skip >> (16 + i) & 1) && !dtype(a_->outputs[i], name.c_str(), want)) return false;
   }
   return true;
 }
@@ -212,6 +207,7 @@ Call* make_call(const UD_KernelArgs* a, const char* op, Body body, std::vector<i
     }
     return t;
   };
+  c->in.reserve(a->num_inputs), c->out.reserve(a->num_outputs), c->attrs.reserve(a->num_attrs);
   for (int i = 0; i < a->num_inputs; i++) c->in.push_back(copy(a->inputs[i]));
   for (int i = 0; i < a->num_outputs; i++) c->out.push_back(copy(a->outputs[i]));
   for (int i = 0; i < a->num_attrs; i++) {

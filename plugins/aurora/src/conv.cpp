@@ -186,10 +186,11 @@ template <class T> struct Conv2d {
     for (int64_t n = 0; n < g.n; n++)
       for (int64_t gi = 0; gi < g.g; gi++) {
         if (VESIMresult r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col)) return r;
-        gemm<T>({w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1},
-                {col, g.rows(), g.plane(), g.plane(), 1},
-                {y + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1}, T(1), T(0),
-                scratch);
+        if (VESIMresult r = gemm<T>(k, {w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1},
+                                    {col, g.rows(), g.plane(), g.plane(), 1},
+                                    {y + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(),
+                                     g.plane(), 1}, T(1), T(0), scratch))
+          return r;
       }
     return VESIM_SUCCESS;
   }
@@ -253,10 +254,10 @@ template <class T> struct Conv2dBackwardInput {
       for (int64_t n = 0; n < g.n && !r; n++)
         for (int64_t gi = 0; gi < g.g && !r; gi++) {
           // col = W_g^T [CgRS, Kg] @ grad_y [Kg, OH*OW]
-          gemm<T>({w + gi * g.kg * g.rows(), g.rows(), g.kg, 1, g.rows()},
-                  {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
-                  {col, g.rows(), g.plane(), g.plane(), 1}, T(1), T(0), scratch);
-          r = col2im(k, g, col, gx + (n * g.c + gi * g.cg) * g.h * g.w);
+          r = gemm<T>(k, {w + gi * g.kg * g.rows(), g.rows(), g.kg, 1, g.rows()},
+                      {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
+                      {col, g.rows(), g.plane(), g.plane(), 1}, T(1), T(0), scratch);
+          if (!r) r = col2im(k, g, col, gx + (n * g.c + gi * g.cg) * g.h * g.w);
         }
     }
     return r ? r : store(k, c.out[0], gx);
@@ -306,9 +307,9 @@ template <class T> struct Conv2dBackwardWeight {
           r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col);
           // grad_w_g [Kg, CgRS] += grad_y [Kg, OH*OW] @ col^T [OH*OW, CgRS]
           if (!r)
-            gemm<T>({gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
-                    {col, g.plane(), g.rows(), 1, g.plane()},
-                    {gw + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, T(1), T(1), scratch);
+            r = gemm<T>(k, {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
+                        {col, g.plane(), g.rows(), 1, g.plane()},
+                        {gw + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, T(1), T(1), scratch);
         }
     }
     return r ? r : store(k, c.out[0], gw);

@@ -126,10 +126,9 @@ template <class... Ins>
 bool check_input_dtypes(Check& ck, Types<Ins...>) {
   const UD_DType want[] = {DType<Ins>::ud...};
   for (int i = 0; i < int(sizeof...(Ins)); i++) {
-    char name[16];
-    snprintf(name, sizeof name, "input %d", i);
-    if (!ck.dtype(ck.in(i), name, want[i])) return false;
-    if (!ck.same_shape(ck.in(i), name, ck.out(0), "output")) return false;
+    std::string name = "input " + std::to_string(i);  // not printf: it runs on every call
+    if (!ck.dtype(ck.in(i), name.c_str(), want[i])) return false;
+    if (!ck.same_shape(ck.in(i), name.c_str(), ck.out(0), "output")) return false;
   }
   return true;
 }

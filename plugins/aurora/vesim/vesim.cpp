@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -102,25 +103,47 @@ struct Stats {
       allocs{0}, frees{0};
 };
 
+// A parallel region. Shared with the helpers, so that one that wakes up after the region is
+// over (every chunk taken) finds nothing left to do instead of a dangling job.
 struct Job {
   VESIMrange_fn fn = nullptr;
   void* arg = nullptr;
   int64_t n = 0, chunk = 0, chunks = 0;
-  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> next{0}, done{0};
   std::atomic<int> crashed{0};
 };
 
 // The device's cores: helper threads (at most host cores - 1) plus the calling stream worker.
+// The worker never waits for a helper to arrive, only for chunks a helper has started: on a host
+// with fewer free cores than the VE has, a region then costs what its work costs.
 struct Pool {
   std::mutex run_mu;  // one parallel region at a time per device
   std::mutex mu;
   std::condition_variable cv, done_cv;
-  uint64_t generation = 0;
-  int active = 0;
+  std::atomic<uint64_t> generation{0};
   bool stop = false;
-  Job* job = nullptr;
+  std::shared_ptr<Job> job;
   std::vector<std::thread> threads;
 };
+
+// How long a thread that runs out of work polls before it sleeps on a condition variable:
+// a futex wake-up costs several microseconds, as much as a small kernel.
+constexpr uint64_t kSpinNs = 30000;
+
+// Polls `ready` (yielding the core) for up to `ns`; true once it holds.
+template <class F>
+bool spin_for(F&& ready, uint64_t ns = kSpinNs) {
+  uint64_t until = 0;
+  for (int i = 0;; i++) {
+    if (ready()) return true;
+    if ((i & 15) == 15) {
+      uint64_t t = now_ns();
+      if (!until) until = t + ns;
+      else if (t > until) return false;
+    }
+    std::this_thread::yield();
+  }
+}
 
 struct Device;
 struct Context;
@@ -131,6 +154,9 @@ struct Task {
   uint64_t bytes = 0;
   uint64_t latency_ns = 0;
   std::function<VESIMresult(VESIMkernel_ctx*)> run;
+  // a kernel launch with small arguments carries them inline: no allocation per launch
+  VESIMkernel kernel = nullptr;
+  alignas(16) char args[64];
 };
 
 }  // namespace
@@ -151,7 +177,9 @@ struct VESIMstream_st {
   std::mutex mu;
   std::condition_variable cv_work, cv_idle;
   std::deque<Task> queue;
+  std::atomic<uint64_t> queued{0}, finished{0};  // tasks ever enqueued / completed
   bool busy = false;
+  bool sleeping = false;  // the worker waits on cv_work (enqueue must notify)
   bool stop = false;
   VESIMresult error = VESIM_SUCCESS;
   std::string error_message;
@@ -211,9 +239,19 @@ Device* device_of(int device) {
   return g_devices[size_t(device)];
 }
 
+// Every launch validates its stream; a thread remembers the last stream it found live, valid
+// until any stream is removed (g_stream_epoch moves, under g_mu, whenever one is).
+std::atomic<uint64_t> g_stream_epoch{0};
+thread_local VESIMstream tl_live_stream = nullptr;
+thread_local uint64_t tl_live_epoch = 0;
+
 bool stream_valid(VESIMstream s) {
+  uint64_t epoch = g_stream_epoch.load(std::memory_order_acquire);
+  if (s && s == tl_live_stream && epoch == tl_live_epoch) return true;
   std::lock_guard<std::mutex> lock(g_mu);
-  return initialized() && g_streams.count(s) > 0;
+  bool live = initialized() && g_streams.count(s) > 0;
+  if (live) tl_live_stream = s, tl_live_epoch = epoch;
+  return live;
 }
 
 VESIMresult record_error(VESIMkernel_ctx* k, VESIMresult code, const std::string& msg) {
@@ -267,7 +305,15 @@ void report(VESIMstream s, const Task& t, uint64_t t0, uint64_t t1, VESIMresult 
 void worker_main(VESIMstream s) {
   std::unique_lock<std::mutex> lock(s->mu);
   for (;;) {
-    s->cv_work.wait(lock, [&] { return s->stop || !s->queue.empty(); });
+    if (s->queue.empty() && !s->stop) {
+      lock.unlock();
+      uint64_t seen = s->finished.load();
+      spin_for([&] { return s->queued.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      s->sleeping = true;
+      s->cv_work.wait(lock, [&] { return s->stop || !s->queue.empty(); });
+      s->sleeping = false;
+    }
     if (s->queue.empty()) return;
     Task t = std::move(s->queue.front());
     s->queue.pop_front();
@@ -280,7 +326,8 @@ void worker_main(VESIMstream s) {
     if (t.kind == VESIM_PROF_KERNEL) install_fault_handlers();  // someone may have replaced them
     VESIMkernel_ctx k{s->dev, s, s->cores};
     if (t.kind == VESIM_PROF_CALLBACK) k.error = pending;  // the callback's status argument
-    VESIMresult r = run_guarded(&k, t.run);
+    VESIMresult r = t.kernel ? run_guarded(&k, [&](VESIMkernel_ctx* c) { return t.kernel(c, t.args); })
+                             : run_guarded(&k, t.run);
     if (t.kind == VESIM_PROF_CALLBACK) r = VESIM_SUCCESS;
     if (r != VESIM_SUCCESS && k.error == VESIM_SUCCESS)
       record_error(&k, r, std::string("returned ") + vesimGetErrorName(r));
@@ -299,6 +346,7 @@ void worker_main(VESIMstream s) {
       s->error_message = named ? k.message : name + ": " + k.message;
     }
     s->busy = false;
+    s->finished.fetch_add(1, std::memory_order_release);
     if (s->queue.empty()) s->cv_idle.notify_all();
   }
 }
@@ -308,7 +356,8 @@ VESIMresult enqueue(VESIMstream s, Task&& t) {
   s->dev->stats.api_calls++;
   std::lock_guard<std::mutex> lock(s->mu);
   s->queue.push_back(std::move(t));
-  s->cv_work.notify_one();
+  s->queued.fetch_add(1, std::memory_order_release);
+  if (s->sleeping) s->cv_work.notify_one();
   return VESIM_SUCCESS;
 }
 
@@ -323,6 +372,8 @@ VESIMstream stream_new(Context* ctx, int cores) {
 }
 
 VESIMresult stream_wait(VESIMstream s, bool take_error) {
+  uint64_t target = s->queued.load(std::memory_order_acquire);
+  spin_for([&] { return s->finished.load(std::memory_order_acquire) >= target; });
   std::unique_lock<std::mutex> lock(s->mu);
   s->cv_idle.wait(lock, [&] { return s->queue.empty() && !s->busy; });
   VESIMresult r = s->error;
@@ -368,7 +419,8 @@ void run_chunk(Job* job, int64_t c) {
 void pool_thread(Device* d, uint64_t seen) {
   Pool& p = d->pool;
   for (;;) {
-    Job* job;
+    std::shared_ptr<Job> job;
+    spin_for([&] { return p.generation.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(p.mu);
       p.cv.wait(lock, [&] { return p.stop || p.generation != seen; });
@@ -376,13 +428,15 @@ void pool_thread(Device* d, uint64_t seen) {
       seen = p.generation;
       job = p.job;
     }
-    for (;;) {
+    while (job) {  // none: the region ended before this helper woke up
       int64_t c = job->next.fetch_add(1);
       if (c >= job->chunks) break;
-      run_chunk(job, c);
+      run_chunk(job.get(), c);
+      if (job->done.fetch_add(1) + 1 == job->chunks) {
+        std::lock_guard<std::mutex> lock(p.mu);
+        p.done_cv.notify_all();
+      }
     }
-    std::lock_guard<std::mutex> lock(p.mu);
-    if (--p.active == 0) p.done_cv.notify_all();
   }
 }
 
@@ -536,6 +590,7 @@ VESIMresult vesimExit(void) {
     if (--g_refcount > 0) return VESIM_SUCCESS;
     streams.assign(g_streams.begin(), g_streams.end());
     g_streams.clear();
+    g_stream_epoch++;
     devices.swap(g_devices);
   }
   for (VESIMstream s : streams) stream_finish(s);
@@ -634,6 +689,7 @@ VESIMresult vesimCtxDestroy(VESIMcontext ctx) {
       if (s->ctx != ctx) continue;
       streams.push_back(s);
       g_streams.erase(s);
+      g_stream_epoch++;
     }
     d->ctx = nullptr;
   }
@@ -698,6 +754,7 @@ VESIMresult vesimStreamDestroy(VESIMstream stream) {
       if (s == stream) return fail(VESIM_ERROR_INVALID_STREAM, "a context's own streams are "
                                    "destroyed with the context");
     g_streams.erase(stream);
+    g_stream_epoch++;
   }
   stream_finish(stream);
   return VESIM_SUCCESS;
@@ -705,6 +762,10 @@ VESIMresult vesimStreamDestroy(VESIMstream stream) {
 
 VESIMresult vesimStreamQuery(VESIMstream stream) {
   if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  // a task in its last instructions (the callback that just completed an event the host waited
+  // for) is given a few microseconds to finish
+  uint64_t target = stream->queued.load(std::memory_order_acquire);
+  spin_for([&] { return stream->finished.load(std::memory_order_acquire) >= target; }, 5000);
   std::lock_guard<std::mutex> lock(stream->mu);
   return stream->queue.empty() && !stream->busy ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
 }
@@ -994,10 +1055,15 @@ VESIMresult vesimLaunchKernelNamed(const char* name, VESIMkernel fn, VESIMstream
                                    const void* args, size_t args_size) {
   if (!fn) return fail(VESIM_ERROR_INVALID_VALUE, "kernel function is NULL");
   if (!args && args_size) return fail(VESIM_ERROR_INVALID_VALUE, "args is NULL");
-  auto pack = std::make_shared<std::vector<char>>(static_cast<const char*>(args),
-                                                  static_cast<const char*>(args) + args_size);
   Task t{VESIM_PROF_KERNEL, name ? name : "kernel", 0, call_latency(), {}};
-  t.run = [fn, pack](VESIMkernel_ctx* k) { return fn(k, pack->data()); };
+  if (args_size <= sizeof t.args) {
+    t.kernel = fn;
+    if (args_size) memcpy(t.args, args, args_size);
+  } else {
+    auto pack = std::make_shared<std::vector<char>>(static_cast<const char*>(args),
+                                                    static_cast<const char*>(args) + args_size);
+    t.run = [fn, pack](VESIMkernel_ctx* k) { return fn(k, pack->data()); };
+  }
   return enqueue(stream, std::move(t));
 }
 
@@ -1102,32 +1168,39 @@ VESIMresult vesimDevParallelFor(VESIMkernel_ctx* k, int64_t n, int64_t grain, VE
   Device* d = k->dev;
   Pool& p = d->pool;
   std::lock_guard<std::mutex> run(p.run_mu);
-  Job job;
-  job.fn = body;
-  job.arg = arg;
-  job.n = n;
-  job.chunk = (n + chunks - 1) / chunks;
-  job.chunks = (n + job.chunk - 1) / job.chunk;
+  auto job = std::make_shared<Job>();
+  job->fn = body;
+  job->arg = arg;
+  job->n = n;
+  job->chunk = (n + chunks - 1) / chunks;
+  job->chunks = (n + job->chunk - 1) / job->chunk;
   {
     std::lock_guard<std::mutex> lock(p.mu);
     while (int(p.threads.size()) < host_threads - 1)
-      p.threads.emplace_back(pool_thread, d, p.generation);
-    p.job = &job;
-    p.active = int(p.threads.size());
+      p.threads.emplace_back(pool_thread, d, p.generation.load());
+    p.job = job;
     p.generation++;
     p.cv.notify_all();
   }
   // the calling stream worker takes chunks too
   for (;;) {
-    int64_t c = job.next.fetch_add(1);
-    if (c >= job.chunks) break;
-    run_chunk(&job, c);
+    int64_t c = job->next.fetch_add(1);
+    if (c >= job->chunks) break;
+    run_chunk(job.get(), c);
+    job->done.fetch_add(1);
   }
-  std::unique_lock<std::mutex> lock(p.mu);
-  p.done_cv.wait(lock, [&] { return p.active == 0; });
-  if (job.crashed) {
+  auto all_done = [&] { return job->done.load() == job->chunks; };
+  if (!spin_for(all_done)) {
+    std::unique_lock<std::mutex> lock(p.mu);
+    p.done_cv.wait(lock, all_done);
+  }
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.job.reset();  // `arg` lives on this stack frame: a late helper must not reach it
+  }
+  if (job->crashed) {
     char m[96];
-    snprintf(m, sizeof m, "device code crashed on a core with signal %d", int(job.crashed));
+    snprintf(m, sizeof m, "device code crashed on a core with signal %d", int(job->crashed));
     return record_error(k, VESIM_ERROR_KERNEL_CRASHED, m);
   }
   return VESIM_SUCCESS;

@@ -10,6 +10,7 @@ from __future__ import annotations
 _UNARY = ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
           "sigmoid", "erf", "floor", "ceil", "round", "sign")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_HOT = (("add", "_alpha"), ("sub", "_alpha"), ("mul", ""), ("div", ""))  # (op, kind infix)
 
 TABLE: list[tuple[str, str, str]] = [
     *[(f"{op}.out", op, "unary") for op in _UNARY],
@@ -18,21 +19,12 @@ TABLE: list[tuple[str, str, str]] = [
     ("relu_", "relu", "unary_inplace"),
     ("gelu.out", "gelu", "gelu"),
     ("add.out", "add", "binary_alpha"),
+    ("sub.out", "sub", "binary_alpha"),
+    *[(f"{op}.out", op, "binary") for op in ("mul", "div", "maximum", "minimum")],
     # the hottest ops also get their functional and in-place forms, which skip torch's generic
     # structured-kernel wrapper (shape inference through TensorIterator) on every call
-    ("add.Tensor", "add", "binary_alpha_fn"),
-    ("add_.Tensor", "add", "binary_alpha_inplace"),
-    ("sub.Tensor", "sub", "binary_alpha_fn"),
-    ("sub_.Tensor", "sub", "binary_alpha_inplace"),
-    ("mul.Tensor", "mul", "binary_fn"),
-    ("mul_.Tensor", "mul", "binary_inplace"),
-    ("div.Tensor", "div", "binary_fn"),
-    ("div_.Tensor", "div", "binary_inplace"),
-    ("sub.out", "sub", "binary_alpha"),
-    ("mul.out", "mul", "binary"),
-    ("div.out", "div", "binary"),
-    ("maximum.out", "maximum", "binary"),
-    ("minimum.out", "minimum", "binary"),
+    *[(f"{op}.Tensor", op, f"binary{a}_fn") for op, a in _HOT],
+    *[(f"{op}_.Tensor", op, f"binary{a}_inplace") for op, a in _HOT],
     ("pow.Tensor_Tensor_out", "pow", "binary"),
     ("pow.Tensor_Scalar_out", "pow", "binary_scalar"),
     *[(f"{op}.Tensor_out", op, "binary") for op in _COMPARE],
@@ -87,40 +79,6 @@ TABLE: list[tuple[str, str, str]] = [
 
 # unidev ops the adapter calls itself (copies, casts, scalars), not through an aten row
 INTERNAL = ("copy", "cast", "fill", "zero", "conv2d_backward_weight", "sum")
-
-# aten ops served by ATen's own per-tensor loops ("slow" foreach kernels) calling the ops above
-FOREACH = [
-    ("_foreach_add_.Scalar", "foreach_tensor_add_scalar_kernel_slow_"),
-    ("_foreach_add_.List", "foreach_tensor_add_list_kernel_slow_"),
-    ("_foreach_add_.ScalarList", "foreach_tensor_add_scalarlist_kernel_slow_"),
-    ("_foreach_add_.Tensor", "foreach_tensor_add_tensor_kernel_slow_"),
-    ("_foreach_add.List", "foreach_tensor_add_list_kernel_slow"),
-    ("_foreach_add.Scalar", "foreach_tensor_add_scalar_kernel_slow"),
-    ("_foreach_sub_.Scalar", "foreach_tensor_sub_scalar_kernel_slow_"),
-    ("_foreach_sub_.List", "foreach_tensor_sub_list_kernel_slow_"),
-    ("_foreach_mul_.Scalar", "foreach_tensor_mul_scalar_kernel_slow_"),
-    ("_foreach_mul_.List", "foreach_tensor_mul_list_kernel_slow_"),
-    ("_foreach_mul_.ScalarList", "foreach_tensor_mul_scalarlist_kernel_slow_"),
-    ("_foreach_mul_.Tensor", "foreach_tensor_mul_tensor_kernel_slow_"),
-    ("_foreach_mul.Scalar", "foreach_tensor_mul_scalar_kernel_slow"),
-    ("_foreach_mul.List", "foreach_tensor_mul_list_kernel_slow"),
-    ("_foreach_div_.Scalar", "foreach_tensor_div_scalar_kernel_slow_"),
-    ("_foreach_div_.List", "foreach_tensor_div_list_kernel_slow_"),
-    ("_foreach_div_.ScalarList", "foreach_tensor_div_scalarlist_kernel_slow_"),
-    ("_foreach_div.ScalarList", "foreach_tensor_div_scalarlist_kernel_slow"),
-    ("_foreach_div.List", "foreach_tensor_div_list_kernel_slow"),
-    ("_foreach_addcmul_.Scalar", "foreach_tensor_addcmul_scalar_slow_"),
-    ("_foreach_addcmul_.ScalarList", "foreach_tensor_addcmul_scalarlist_slow_"),
-    ("_foreach_addcdiv_.Scalar", "foreach_tensor_addcdiv_scalar_slow_"),
-    ("_foreach_addcdiv_.ScalarList", "foreach_tensor_addcdiv_scalarlist_slow_"),
-    ("_foreach_lerp_.Scalar", "foreach_tensor_lerp_list_kernel_slow_"),
-    ("_foreach_sqrt", "foreach_tensor_sqrt_slow"),
-    ("_foreach_sqrt_", "foreach_tensor_sqrt_slow_"),
-    ("_foreach_neg", "foreach_tensor_neg_slow"),
-    ("_foreach_neg_", "foreach_tensor_neg_slow_"),
-    ("_foreach_zero_", "foreach_tensor_zero_slow_"),
-    ("_foreach_copy_", "foreach_tensor_copy_list_kernel_slow_"),
-]
 
 
 def unidev_ops() -> list[str]:

@@ -72,8 +72,6 @@ def generate_header() -> str:
         lines.append(f"  {{{_c_string(aten)}, OP_{opset.get(op).name}, {_c_string(kind)}}},")
     lines += ["};", "#define UD_TORCH_ROWS(X) \\"]
     lines += [f"  X({k}, {kind}) \\" for k, (_, _, kind) in enumerate(_optable.TABLE)]
-    lines += ["", "#define UD_TORCH_FOREACH(X) \\"]
-    lines += [f"  X({_c_string(a)}, {fn}) \\" for a, fn in _optable.FOREACH]
     return "\n".join(lines) + "\n"
 
 

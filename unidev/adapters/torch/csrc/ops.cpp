@@ -7,17 +7,6 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
-#include <ATen/ops/_foreach_add_native.h>
-#include <ATen/ops/_foreach_addcdiv_native.h>
-#include <ATen/ops/_foreach_addcmul_native.h>
-#include <ATen/ops/_foreach_copy_native.h>
-#include <ATen/ops/_foreach_div_native.h>
-#include <ATen/ops/_foreach_lerp_native.h>
-#include <ATen/ops/_foreach_mul_native.h>
-#include <ATen/ops/_foreach_neg_native.h>
-#include <ATen/ops/_foreach_sqrt_native.h>
-#include <ATen/ops/_foreach_sub_native.h>
-#include <ATen/ops/_foreach_zero_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
@@ -36,6 +25,10 @@ using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
 using OptTensor = std::optional<Tensor>;
+// Inputs by reference: copying a Tensor that Python holds costs a refcount round trip on its
+// PyObject under the GIL, as much as the rest of a small kernel call.
+using Ref = std::reference_wrapper<const Tensor>;
+using MaybeOwned = c10::MaybeOwned<Tensor>;
 constexpr auto kPU1 = c10::DeviceType::PrivateUse1;
 
 std::atomic<int> g_mode{0};  // 0: count, 1: warn once per op, 2: raise
@@ -82,14 +75,15 @@ torch::jit::Stack fallback(const char* aten, Args&&... args) {
 // ---------------------------------------------------------------------------------------------
 bool on_device(const Tensor& t) { return t.defined() && t.device().type() == kPU1; }
 
-c10::Device device_of(const Tensor* begin, const Tensor* end) {
-  for (const Tensor* t = begin; t != end; ++t)
-    if (on_device(*t)) return t->device();
+c10::Device device_of(std::initializer_list<Ref> ts) {
+  for (const Tensor& t : ts)
+    if (on_device(t)) return t.device();
   TORCH_CHECK(false, "unidev: no tensor of this op is on the device");
 }
 
 UD_Tensor bdesc(const Tensor& t, IntArrayRef shape, at::DimVector& strides) {
   UD_Tensor d = desc(t);
+  if (t.sizes() == shape) return d;
   int64_t nd = static_cast<int64_t>(shape.size()), off = nd - t.dim();
   strides.resize(nd);
   for (int64_t i = 0; i < nd; ++i) {
@@ -175,28 +169,32 @@ Tensor scalar_on(const Tensor& t, ScalarType type, c10::Device dev) {
   return r;
 }
 
-Tensor prepare(const Tensor& t, ScalarType type, c10::Device dev) {
-  if (t.device() == dev) return t.scalar_type() == type ? t : t.to(type);
+MaybeOwned prepare(const Tensor& t, ScalarType type, c10::Device dev) {
+  if (t.device() == dev)
+    return t.scalar_type() == type ? MaybeOwned::borrowed(t) : MaybeOwned::owned(t.to(type));
   TORCH_CHECK(t.dim() == 0 && t.is_cpu(), "Expected all tensors to be on the same device, but "
               "found at least two devices, ", dev, " and ", t.device(), "!");
-  return scalar_on(t, type, dev);
+  return MaybeOwned::owned(scalar_on(t, type, dev));
 }
 
 // Elementwise `op` of `ins` (each converted to its `types` entry, broadcast by strides) into
 // `out` resized to the broadcast shape (allocated when undefined). False when the plugin has no
 // kernel for that dtype.
 bool elementwise(int op, Tensor& out, ScalarType out_type, const Attrs& attrs,
-                 std::initializer_list<Tensor> ins, std::initializer_list<ScalarType> types) {
+                 std::initializer_list<Ref> ins, std::initializer_list<ScalarType> types) {
   UD_KernelFn fn = kernel(op, *types.begin());
   if (!fn) return false;
-  c10::Device dev = out.defined() ? out.device() : device_of(ins.begin(), ins.end());
-  const c10::DeviceGuard guard(dev);
-  at::DimVector shape;
-  for (const Tensor& t : ins) shape = at::infer_size_dimvector(shape, t.sizes());
-  c10::SmallVector<Tensor, 4> xs;
+  bool fresh = !out.defined();
+  c10::Device dev = fresh ? device_of(ins) : out.device();
+  c10::OptionalDeviceGuard guard;
+  if (dev.index() != tls_device) guard.reset_device(dev);
+  at::DimVector shape(ins.begin()->get().sizes());
+  for (const Tensor& t : ins)
+    if (t.sizes() != IntArrayRef(shape)) shape = at::infer_size_dimvector(shape, t.sizes());
+  c10::SmallVector<MaybeOwned, 4> xs;
   auto ty = types.begin();
   for (const Tensor& t : ins) xs.push_back(prepare(t, *ty++, dev));
-  if (!out.defined()) {
+  if (fresh) {
     out = at::detail::empty_generic(shape, allocator(),
                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), out_type,
                                     std::nullopt);
@@ -204,12 +202,12 @@ bool elementwise(int op, Tensor& out, ScalarType out_type, const Attrs& attrs,
     at::native::resize_output(out, shape);
   }
   bool temp = out.scalar_type() != out_type;
-  for (const Tensor& x : xs) temp = temp || (shares_storage(x, out) && !same_view(x, out));
+  for (const auto& x : xs) temp = temp || (!fresh && shares_storage(*x, out) && !same_view(*x, out));
   Tensor dst = temp ? at::empty(shape, out.options().dtype(out_type)) : out;
   if (dst.numel() > 0) {
     std::array<at::DimVector, 4> strides;
     UD_Tensor d[4];
-    for (size_t k = 0; k < xs.size(); ++k) d[k] = bdesc(xs[k], dst.sizes(), strides[k]);
+    for (size_t k = 0; k < xs.size(); ++k) d[k] = bdesc(*xs[k], dst.sizes(), strides[k]);
     UD_Tensor o = desc(dst);
     launch(fn, op, dev.index(), d, static_cast<int>(xs.size()), &o, 1, attrs);
   }
@@ -420,21 +418,13 @@ Tensor& k_gelu_backward(const Tensor& g, const Tensor& self, c10::string_view a,
 }
 
 ScalarType compute_type(int op, const Tensor& a, const Tensor& b) {
-  ScalarType t = at::result_type(a, b);
+  ScalarType t = a.scalar_type() == b.scalar_type() ? a.scalar_type() : at::result_type(a, b);
   if (op == OP_div && at::isIntegralType(t, true)) t = c10::get_default_dtype_as_scalartype();
   return t;
 }
 
 ScalarType out_type(int op, ScalarType compute) {
   return (op >= OP_eq && op <= OP_logical_or) ? at::kBool : compute;
-}
-
-template <int E>
-Tensor& k_binary_alpha(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
-  ScalarType t = compute_type(ROW_OP, self, other);
-  if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, alpha.toDouble()), {self, other}, {t, t}))
-    fallback(ROW, self, other, alpha, out);
-  return out;
 }
 
 void check_inplace(const Tensor& self, const Tensor& other, ScalarType t) {
@@ -445,47 +435,51 @@ void check_inplace(const Tensor& self, const Tensor& other, ScalarType t) {
               at::infer_size_dimvector(self.sizes(), other.sizes()));
 }
 
+// self `op` other (times alpha for add and sub) into `out`: allocated when undefined, `self` in
+// the in-place forms. False when the plugin has no kernel for the dtype.
+bool binary(int op, const Tensor& self, const Tensor& other, const Scalar* alpha, Tensor& out,
+            bool inplace = false) {
+  ScalarType t = compute_type(op, self, other);
+  if (inplace) check_inplace(self, other, t);
+  Attrs attrs(op);
+  if (alpha) attrs.f(0, alpha->toDouble());
+  return elementwise(op, out, out_type(op, t), attrs, {self, other}, {t, t});
+}
+
+template <int E>
+Tensor& k_binary_alpha(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
+  if (!binary(ROW_OP, self, other, &alpha, out)) fallback(ROW, self, other, alpha, out);
+  return out;
+}
+
 template <int E>
 Tensor k_binary_alpha_fn(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ScalarType t = compute_type(ROW_OP, self, other);
   Tensor out;
-  if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, alpha.toDouble()), {self, other}, {t, t}))
-    return fallback(ROW, self, other, alpha)[0].toTensor();
-  return out;
+  return binary(ROW_OP, self, other, &alpha, out) ? out : fallback(ROW, self, other, alpha)[0].toTensor();
 }
 
 template <int E>
 Tensor& k_binary_alpha_inplace(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  ScalarType t = compute_type(ROW_OP, self, other);
-  check_inplace(self, other, t);
-  if (!elementwise(ROW_OP, self, t, Attrs(ROW_OP).f(0, alpha.toDouble()), {self, other}, {t, t}))
-    fallback(ROW, self, other, alpha);
-  return self;
-}
-
-template <int E>
-Tensor k_binary_fn(const Tensor& self, const Tensor& other) {
-  ScalarType t = compute_type(ROW_OP, self, other);
-  Tensor out;
-  if (!elementwise(ROW_OP, out, out_type(ROW_OP, t), Attrs(ROW_OP), {self, other}, {t, t}))
-    return fallback(ROW, self, other)[0].toTensor();
-  return out;
-}
-
-template <int E>
-Tensor& k_binary_inplace(Tensor& self, const Tensor& other) {
-  ScalarType t = compute_type(ROW_OP, self, other);
-  check_inplace(self, other, t);
-  if (!elementwise(ROW_OP, self, t, Attrs(ROW_OP), {self, other}, {t, t})) fallback(ROW, self, other);
+  if (!binary(ROW_OP, self, other, &alpha, self, true)) fallback(ROW, self, other, alpha);
   return self;
 }
 
 template <int E>
 Tensor& k_binary(const Tensor& self, const Tensor& other, Tensor& out) {
-  ScalarType t = compute_type(ROW_OP, self, other);
-  if (!elementwise(ROW_OP, out, out_type(ROW_OP, t), Attrs(ROW_OP), {self, other}, {t, t}))
-    fallback(ROW, self, other, out);
+  if (!binary(ROW_OP, self, other, nullptr, out)) fallback(ROW, self, other, out);
   return out;
+}
+
+template <int E>
+Tensor k_binary_fn(const Tensor& self, const Tensor& other) {
+  Tensor out;
+  return binary(ROW_OP, self, other, nullptr, out) ? out : fallback(ROW, self, other)[0].toTensor();
+}
+
+template <int E>
+Tensor& k_binary_inplace(Tensor& self, const Tensor& other) {
+  if (!binary(ROW_OP, self, other, nullptr, self, true)) fallback(ROW, self, other);
+  return self;
 }
 
 template <int E>
@@ -512,9 +506,7 @@ Tensor& k_binary_scalar(const Tensor& self, const Scalar& other, Tensor& out) {
     return out;
   Tensor o = at::scalar_to_tensor(other);
   o.unsafeGetTensorImpl()->set_wrapped_number(true);
-  ScalarType t = compute_type(ROW_OP, self, o);
-  if (!elementwise(ROW_OP, out, out_type(ROW_OP, t), Attrs(ROW_OP), {self, o}, {t, t}))
-    fallback(ROW, self, other, out);
+  if (!binary(ROW_OP, self, o, nullptr, out)) fallback(ROW, self, other, out);
   return out;
 }
 
@@ -1075,9 +1067,6 @@ void set_fallback_mode(int mode) { g_mode = mode; }
 std::vector<std::string> registered_ops() {
   std::vector<std::string> out(std::begin(kInfra), std::end(kInfra));
   for (const AtenRow& r : kRows) out.push_back(r.aten);
-#define NAME_FOREACH(name, fn) out.push_back(name);
-  UD_TORCH_FOREACH(NAME_FOREACH)
-#undef NAME_FOREACH
   return out;
 }
 
@@ -1096,9 +1085,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define REG_ROW(E, kind) m.impl(kRows[E].aten, TORCH_FN(k_##kind<E>));
   UD_TORCH_ROWS(REG_ROW)
 #undef REG_ROW
-#define REG_FOREACH(name, fn) m.impl(name, TORCH_FN(at::native::fn));
-  UD_TORCH_FOREACH(REG_FOREACH)
-#undef REG_FOREACH
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

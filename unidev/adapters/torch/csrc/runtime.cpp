@@ -17,6 +17,7 @@
 #include "unidev_torch.h"
 
 namespace unidev_torch {
+thread_local c10::DeviceIndex tls_device = 0;
 namespace {
 
 constexpr int kMaxDevices = 16;
@@ -34,7 +35,6 @@ std::atomic<bool> g_loaded{false};
 std::mutex g_mu;  // plugin loading, stream creation
 std::atomic<UD_Stream> g_streams[kMaxDevices][kMaxStreams];
 std::atomic<int> g_num_streams[kMaxDevices];
-thread_local c10::DeviceIndex tls_device = 0;
 thread_local std::array<int64_t, kMaxDevices> tls_stream{};
 
 std::mutex g_fb_mu;

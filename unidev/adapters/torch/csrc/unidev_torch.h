@@ -37,6 +37,8 @@ UD_DType ud_dtype(at::ScalarType t);
 // names `what`; frees the error. No-op for NULL.
 void check(UD_Error* err, const char* what);
 
+extern thread_local c10::DeviceIndex tls_device;  // the guard's current device of this thread
+
 // The current stream of `device` for this thread (the guard's notion of it).
 UD_Stream current_stream(c10::DeviceIndex device);
 void synchronize_stream(c10::DeviceIndex device);
@@ -56,14 +58,15 @@ inline UD_KernelFn kernel(int op, at::ScalarType t) {
   return plugin().kernels[op][d];
 }
 
-inline uint64_t handle_of(const at::Tensor& t) {
-  return reinterpret_cast<uint64_t>(t.storage().data());
+inline uint64_t handle_of(const at::Tensor& t) {  // by reference: no refcount traffic
+  return reinterpret_cast<uint64_t>(t.unsafeGetTensorImpl()->unsafe_storage().data());
 }
 
 inline UD_Tensor desc(const at::Tensor& t) {
+  static const int32_t dl_type = plugin().dl_device_type;  // fixed once a plugin is loaded
   UD_Tensor d;
   d.handle = handle_of(t);
-  d.device = {plugin().dl_device_type, t.device().index()};
+  d.device = {dl_type, t.device().index()};
   d.ndim = static_cast<int32_t>(t.dim());
   d.dtype = ud_dtype(t.scalar_type());
   d.shape = t.sizes().data();
