@@ -95,7 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     import tensorflow as tf
 
-    from unidev.adapters.tensorflow import train
+    from unidev.demos import tf_train as train
 
     devices = train.unidev_devices()
     if not devices:

@@ -26,7 +26,7 @@ def _child(quick: bool) -> None:
     from _timing import Case, measure
 
     import unidev.torch as ut
-    from unidev.adapters.torch import models
+    from unidev.demos import torch_models as models
 
     dev = ut.load()
     sync = getattr(torch, dev).synchronize

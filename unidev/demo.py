@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _framework_demos() -> list:
     """Model-training demos contributed by the adapters once they are installed."""
     demos = []
-    for mod in ("unidev.adapters.torch.demo", "unidev.adapters.tensorflow.demo"):
+    for mod in ("unidev.demos.torch_demo", "unidev.demos.tf_demo"):
         try:
             import importlib
 

@@ -167,7 +167,7 @@ def ops(device: str) -> dict:
 
 
 def train(device: str, variants: list[str]) -> dict:
-    from unidev.adapters.tensorflow import train as tr
+    from unidev.demos import tf_train as tr
 
     out = {}
     for v in variants:

@@ -41,7 +41,7 @@ def test_attributes_set_in_kernels_exist_in_the_op_set():
 
 def test_adapter_modules_do_not_import_tensorflow():
     code = ("import sys, unidev, unidev.adapters.tensorflow.build, "
-            "unidev.adapters.tensorflow.status, unidev.adapters.tensorflow.demo; "
+            "unidev.adapters.tensorflow.status, unidev.demos.tf_demo; "
             "unidev.adapters.tensorflow.status.summary(); "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
@@ -174,7 +174,7 @@ def test_status_lines_after_build(installed):
 @pytest.mark.slow
 def test_demo_trains_on_every_device(installed):
     res = subprocess.run([sys.executable, "-c",
-                          "from unidev.adapters.tensorflow import demo; demo.run(None)"],
+                          "from unidev.demos import tf_demo as demo; demo.run(None)"],
                          env=env_for("", log_level="0"), capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]

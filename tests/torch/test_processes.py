@@ -26,7 +26,7 @@ def usable_plugins() -> list[str]:
 TRAIN_SCRIPT = """
     import copy, torch, torch.nn.functional as F
     import unidev.torch as ut
-    from unidev.adapters.torch import models
+    from unidev.demos import torch_models as models
     dev = ut.device_name()
     torch.manual_seed(0)
     for make, x in ((models.mlp, torch.randn(8, 32)), (models.resnet, torch.randn(2, 3, 16, 16))):

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import unidev.torch as ut
-from unidev.adapters.torch import models
+from unidev.demos import torch_models as models
 
 OPTIMIZERS = {
     "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-4),

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .ops import TF_OPS
+from unidev.adapters.tensorflow.ops import TF_OPS
 
 __all__ = ["unidev_devices", "make_model", "fit", "compare", "placement_summary"]
 
@@ -28,7 +28,7 @@ def unidev_devices() -> list[str]:
     """TF names (``/device:AURORA:0``) of every device registered by a unidev adapter."""
     import tensorflow as tf
 
-    from ...core import discovery
+    from ..core import discovery
 
     types = {r.spec.tf_type for r in discovery.discover() if r.spec is not None}
     return [f"/device:{d.device_type}:{d.name.rsplit(':', 1)[1]}"

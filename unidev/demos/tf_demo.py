@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from . import build, status
+from unidev.adapters.tensorflow import build, status
 
 __all__ = ["run"]
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace | None = None) -> None:
     if any("run `unidev build tensorflow`" in line for line in lines):
         for msg in build.build():
             print("    " + msg)
-    from . import train
+    from . import tf_train as train
 
     with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
         with train._stderr_to(log.name):  # TF's start-up noise and placement log

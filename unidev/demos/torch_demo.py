@@ -17,7 +17,7 @@ def run(args: argparse.Namespace | None = None) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         import unidev.torch as ut
-        from unidev.adapters.torch import models
+        from unidev.demos import torch_models as models
 
         dev = ut.load()
     except Exception as exc:
