@@ -40,6 +40,8 @@ UD_GELU(double)
 // so the loop reads all three and the compiler drops the loads an expression does not use.
 // p[1] == 2 says b is one value broadcast over the run (e.g. param.mul_(scalar)): it is read
 // once instead of being packed into a tile, so such calls run at the speed of one input.
+#define UD_Y_EACH(j) b[j]
+#define UD_Y_ONE(j) b0
 #define UD_STAMP(sfx, TT, NAME, OT, CT, E)                             \
   export void ud_##NAME##_##sfx(UD_EW_ARGS) {                          \
     typedef TT T;                                                      \
@@ -48,19 +50,11 @@ UD_GELU(double)
     const uniform T *uniform a = (const uniform T *uniform)a_;         \
     const uniform T *uniform b = (const uniform T *uniform)b_;         \
     const uniform CT *uniform c = (const uniform CT *uniform)c_;       \
-    if (p[1] == 2) { /* b is one value, broadcast (src/elementwise.c) */ \
-      const uniform T y = b[0];                                        \
-      foreach (i = 0 ... n) {                                          \
-        T x = a[i];                                                    \
-        CT z = c[i];                                                   \
-        o[i] = (OT)(E);                                                \
-      }                                                                \
-      return;                                                          \
-    }                                                                  \
-    foreach (i = 0 ... n) {                                            \
-      T x = a[i], y = b[i];                                            \
-      CT z = c[i];                                                     \
-      o[i] = (OT)(E);                                                  \
+    const uniform T b0 = b[0];                                         \
+    if (p[1] == 2) {                                                   \
+      UD_EW_LOOP(UD_Y_ONE, OT, CT, E)                                  \
+    } else {                                                           \
+      UD_EW_LOOP(UD_Y_EACH, OT, CT, E)                                 \
     }                                                                  \
   }
 
@@ -82,8 +76,8 @@ UD_FLOATS(UD_STAMP, mse_backward, T, T, p0 * (x - y) * z)
     if (st == 0) {                                                                         \
       const uniform T v = s[0];                                                            \
       foreach (i = 0 ... n) d[i] = v;                                                      \
-    } else if (st == 1) {                                                                  \
-      foreach (i = 0 ... n) d[i] = s[i];                                                   \
+    } else if (st == 1) { /* a foreach becomes memcpy plus an empty loop over n */         \
+      memcpy64(d_, (void *uniform)s_, n * (uniform int64)sizeof(uniform T));               \
     } else {                                                                               \
       foreach (i = 0 ... n) d[i] = s[(int64)i * st];                                       \
     }                                                                                      \

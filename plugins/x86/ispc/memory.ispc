@@ -2,15 +2,16 @@
 // C side's (src/memory.c); these loops see contiguous tiles (arange writes with a stride).
 #include "common.isph"
 
-// C casts (float to int truncates); any dtype to bool is x != 0.
-#define UD_CAST(tsfx, TO, fsfx, FROM, CONV)                              \
-  export void ud_cast_##fsfx##_##tsfx(UD_EW_ARGS) {                      \
-    uniform TO *uniform o = (uniform TO * uniform) o_;                   \
-    const uniform FROM *uniform a = (const uniform FROM *uniform)a_;     \
-    foreach (i = 0 ... n) {                                              \
-      FROM x = a[i];                                                     \
-      o[i] = CONV;                                                       \
-    }                                                                    \
+// C casts (float to int truncates); any dtype to bool is x != 0. The cast of a dtype to itself
+// is the engine's copy of large outputs, which streams them (UD_EW_LOOP).
+#define UD_Y_NONE(j) 0
+#define UD_CAST(tsfx, TO, fsfx, FROM, CONV)                                 \
+  export void ud_cast_##fsfx##_##tsfx(UD_EW_ARGS) {                         \
+    typedef FROM T;                                                         \
+    uniform TO *uniform o = (uniform TO * uniform) o_;                      \
+    const uniform FROM *uniform a = (const uniform FROM *uniform)a_;        \
+    const uniform FROM *uniform c = a;                                      \
+    UD_EW_LOOP(UD_Y_NONE, TO, T, CONV)                                      \
   }
 #define UD_CAST_NUM(tsfx, TO, fsfx, FROM) UD_CAST(tsfx, TO, fsfx, FROM, (TO)x)
 #define UD_CAST_FROM(fsfx, FROM, _)                                                    \

@@ -41,25 +41,27 @@ UD_WINDOW(uniform)
                                 uniform int64 *uniform idx) {                              \
     const uniform T *uniform x = (const uniform T *uniform)x_;                             \
     uniform T *uniform y = (uniform T * uniform) y_;                                       \
-    foreach (oh = 0 ... g->oh, ow = 0 ... g->ow) {                                         \
-      T best = 0;                                                                          \
-      int64 at = -1;                                                                       \
-      for (uniform int64 r = 0; r < g->kh; r++) {                                          \
-        int64 h = oh * g->sh - g->ph + r * g->dh;                                          \
-        for (uniform int64 s = 0; s < g->kw; s++) {                                        \
-          int64 w = ow * g->sw - g->pw + s * g->dw;                                        \
-          if (h >= 0 && h < g->h && w >= 0 && w < g->w) {                                 \
-            T v = x[h * g->xs[0] + w * g->xs[1]];                                          \
-            if (at < 0 || v > best || v != v) {                                            \
-              best = v;                                                                    \
-              at = h * g->w + w;                                                           \
+    for (uniform int64 oh = 0; oh < g->oh; oh++) /* rows uniform: scalar row arithmetic */ \
+      foreach (ow = 0 ... g->ow) {                                                         \
+        T best = 0;                                                                        \
+        int64 at = -1;                                                                     \
+        for (uniform int64 r = 0; r < g->kh; r++) {                                        \
+          const uniform int64 h = oh * g->sh - g->ph + r * g->dh;                          \
+          if (h < 0 || h >= g->h) continue;                                                \
+          for (uniform int64 s = 0; s < g->kw; s++) {                                      \
+            const int32 w = ow * (int32)g->sw - (int32)g->pw + (int32)(s * g->dw);         \
+            if (w >= 0 && w < g->w) {                                                      \
+              T v = x[h * g->xs[0] + (int64)w * g->xs[1]];                                 \
+              if (at < 0 || v > best || v != v) {                                         \
+                best = v;                                                                  \
+                at = h * g->w + w;                                                         \
+              }                                                                            \
             }                                                                              \
           }                                                                                \
         }                                                                                  \
+        y[oh * g->ys[0] + ow * g->ys[1]] = best;                                           \
+        idx[oh * g->is[0] + ow * g->is[1]] = at;                                           \
       }                                                                                    \
-      y[oh * g->ys[0] + ow * g->ys[1]] = best;                                             \
-      idx[oh * g->is[0] + ow * g->is[1]] = at;                                             \
-    }                                                                                      \
   }                                                                                        \
   /* gx = 0, then gx[idx] += gy; returns the first index outside the plane, or -1 */        \
   export uniform int64 ud_max_pool_backward_##sfx(Geom g, void *uniform gx_,               \

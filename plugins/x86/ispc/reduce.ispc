@@ -19,7 +19,7 @@
 // *acc = COMBINE(*acc, x[i * st] for i < n). Unit strides run four accumulators of type VT
 // (the dtype itself where it is exact or accurate enough over one block: sum of floats, max,
 // min) to hide COMBINE's latency, folding them into the ACC total every block.
-#define UD_ROW(OP, COMBINE, IDENT, sfx, T, ACC, VT)                               \
+#define UD_ROW(OP, COMBINE, IDENT, sfx, T, ACC, VT, LANES)                        \
   export void ud_row_##OP##_##sfx(UD_ROW_ARGS) {                                  \
     const uniform T *uniform x = (const uniform T *uniform)x_;                    \
     uniform ACC *uniform acc = (uniform ACC * uniform) acc_;                      \
@@ -42,9 +42,7 @@
       }                                                                           \
     }                                                                             \
     foreach (j = i ... n) a = COMBINE(a, (ACC)x[(int64)j * st]);                  \
-    uniform ACC r = *acc;                                                         \
-    for (uniform int l = 0; l < programCount; l++) r = COMBINE(r, extract(a, l)); \
-    *acc = r;                                                                     \
+    *acc = COMBINE(*acc, LANES(a));                                               \
   }                                                                               \
   export void ud_col_##OP##_##sfx(uniform int64 n, void *uniform acc_, const void *uniform x_) { \
     const uniform T *uniform x = (const uniform T *uniform)x_;                    \
@@ -84,11 +82,22 @@
     }                                                                             \
   }
 
-#define UD_REDUCTIONS(sfx, T, ACC, SUM)      \
-  UD_ROW(sum, UD_ADD, 0, sfx, T, ACC, SUM)    \
-  UD_ROW(prod, UD_MUL, 1, sfx, T, ACC, ACC)   \
-  UD_ROW(max, UD_MAX, x[0], sfx, T, ACC, T)   \
-  UD_ROW(min, UD_MIN, x[0], sfx, T, ACC, T)   \
+// One value from the lanes of a varying accumulator (every lane holds data or the identity):
+// the hardware's horizontal ops, a nan found first for max/min (a row's fixed cost matters).
+#define UD_LANES_SUM(a) reduce_add(a)
+#define UD_LANES_MAX(a) (any((a) != (a)) ? reduce_add(a) : reduce_max(a))
+#define UD_LANES_MIN(a) (any((a) != (a)) ? reduce_add(a) : reduce_min(a))
+#define UD_LANES_PROD(a) ud_lanes_prod(a)
+#define UD_PROD_LANES(ACC) static inline uniform ACC ud_lanes_prod(varying ACC a) { \
+  uniform ACC r = 1; for (uniform int l = 0; l < programCount; l++) r *= extract(a, l); return r; }
+UD_PROD_LANES(double)
+UD_PROD_LANES(int64)
+
+#define UD_REDUCTIONS(sfx, T, ACC, SUM)                    \
+  UD_ROW(sum, UD_ADD, 0, sfx, T, ACC, SUM, UD_LANES_SUM)    \
+  UD_ROW(prod, UD_MUL, 1, sfx, T, ACC, ACC, UD_LANES_PROD)  \
+  UD_ROW(max, UD_MAX, x[0], sfx, T, ACC, T, UD_LANES_MAX)   \
+  UD_ROW(min, UD_MIN, x[0], sfx, T, ACC, T, UD_LANES_MIN)   \
   UD_ARGROW(argmax, UD_ARGMAX_BEATS, sfx, T, ACC) \
   UD_ARGROW(argmin, UD_ARGMIN_BEATS, sfx, T, ACC)
 #define UD_REDUCTIONS_F(sfx, T, _) UD_REDUCTIONS(sfx, T, double, T)

@@ -11,14 +11,22 @@
     foreach (i = 0 ... n) m = UD_MAXV(m, x[(int64)i * SX]);                       \
     uniform T mu = extract(m, 0);                                                 \
     for (uniform int l = 1; l < programCount; l++) mu = UD_MAXV(mu, extract(m, l)); \
-    varying double s = 0;                                                         \
-    foreach (i = 0 ... n) s += (double)exp(x[(int64)i * SX] - mu);                \
+    varying double s = 0; /* float sums over blocks, double across them */       \
+    for (uniform int64 b = 0; b < n; b += 1024) {                                 \
+      varying T sb = 0;                                                           \
+      foreach (i = b ... min(b + 1024, n)) {                                      \
+        T e = exp(x[(int64)i * SX] - mu);                                         \
+        if (!log_) y[(int64)i * SY] = e; /* exp once; y may be x itself */        \
+        sb += e;                                                                  \
+      }                                                                           \
+      s += sb;                                                                    \
+    }                                                                             \
     const uniform T total = (T)reduce_add(s);                                     \
     const uniform T shift = mu + log(total), inv = 1 / total;                     \
     if (log_)                                                                     \
       foreach (i = 0 ... n) y[(int64)i * SY] = x[(int64)i * SX] - shift;          \
     else                                                                          \
-      foreach (i = 0 ... n) y[(int64)i * SY] = exp(x[(int64)i * SX] - mu) * inv;  \
+      foreach (i = 0 ... n) y[(int64)i * SY] *= inv;                              \
   }
 
 // softmax: gx = y (gy - sum(gy y));  log_softmax: gx = gy - exp(y) sum(gy)

@@ -1,13 +1,19 @@
 /* allocations.c — host memory for unidev-x86: 64-byte aligned allocations recorded in a sorted
  * table, so that every copy, memset and kernel operand is checked against a live allocation
  * (unknown, freed and offset handles and out-of-bounds views are errors, not corruption). */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "x86.h"
 
 #define UD_ALIGN 64
+/* From 4 MB on (numpy's threshold), allocations are 2 MB aligned and asked for transparent huge
+ * pages: streaming a 64 MB array then reads ~1.3x faster (no 4 KB page walks), and 4 MB operands
+ * of L3-resident work no longer overflow the TLB. */
+#define UD_HUGE ((uint64_t)1 << 22)
 
 typedef struct {
   uintptr_t base;
@@ -58,8 +64,10 @@ UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_H
   UD_TRY(ud_x86_check_device("mem_alloc", device));
   UD_REQUIRE(handle, "mem_alloc: 'handle' is NULL");
   *handle = 0;
-  const uint64_t rounded = (size + UD_ALIGN - 1) / UD_ALIGN * UD_ALIGN;
-  void* p = size > (1ull << 56) ? NULL : aligned_alloc(UD_ALIGN, rounded ? rounded : UD_ALIGN);
+  const uint64_t align = size >= UD_HUGE ? (uint64_t)1 << 21 : UD_ALIGN;
+  const uint64_t rounded = (size + align - 1) / align * align;
+  void* p = size > (1ull << 56) ? NULL : aligned_alloc(align, rounded ? rounded : align);
+  if (p && size >= UD_HUGE) madvise(p, rounded, MADV_HUGEPAGE); /* a hint: failure is harmless */
   if (!p)
     return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: cannot allocate %llu host bytes",
                         (unsigned long long)size);

@@ -10,11 +10,10 @@
 #define UD_GRAIN (1 << 16)    /* elements below which work stays on the calling thread */
 #define UD_MAX_RUN (1 << 24)  /* elements per ISPC call */
 #define UD_MAX_VIEWS 4
-
 typedef struct {
   ud_x86_tile_fn fn;
-  double p[2]; /* the op's parameter; p[1] = 2 when b is read once (see ud_x86_map) */
-  int nv, ndim;
+  double p[3]; /* the op's parameter; p[1] = 2: b is read once; p[2]: streaming (see ud_x86_map) */
+  int nv, ndim, stream;
   int64_t shape[UD_KIT_MAX_DIMS];
   int64_t strides[UD_MAX_VIEWS][UD_KIT_MAX_DIMS];
   char* base[UD_MAX_VIEWS];
@@ -41,7 +40,8 @@ static void run_step(const Plan* P, int64_t n, char* const* ptr, char (*tiles)[U
     }
   }
   for (int v = P->nv - 1; v > 0 && v < 3; v++) in[v] = in[0]; /* stamps read all three */
-  P->fn(n, os == 1 ? ptr[0] : tiles[0], in[0], in[1], in[2], P->p);
+  const double tile_p[3] = {P->p[0], P->p[1], 0}; /* never stream into a tile */
+  P->fn(n, os == 1 ? ptr[0] : tiles[0], in[0], in[1], in[2], os == 1 ? P->p : tile_p);
   if (os != 1) ud_x86_unpack[P->size[0]](n, ptr[0], tiles[0], os);
 }
 
@@ -77,6 +77,7 @@ static void run_range(void* ctx, int64_t begin, int64_t end) {
       idx[k - 1]++;
     }
   }
+  if (P->stream) __atomic_thread_fence(__ATOMIC_SEQ_CST); /* order the non-temporal stores */
 }
 
 int ud_x86_collapse_views(int nv, const UD_Tensor* const* views, unsigned skip, int64_t* shape,
@@ -110,6 +111,8 @@ void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const 
   int64_t total = 1;
   for (int k = 0; k < P.ndim; k++) total *= P.shape[k];
   if (total == 0) return;
+  P.stream = total * P.size[0] >= UD_X86_STREAM_BYTES && (uintptr_t)P.base[0] % P.size[0] == 0;
+  P.p[2] = P.stream;
   ud_x86_parallel(total, UD_GRAIN, run_range, &P);
 }
 

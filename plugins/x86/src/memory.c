@@ -14,7 +14,8 @@ static void (*const g_arange[UD_NDT])(int64_t, void*, int64_t, double, double) =
 /* value cast to dst's dtype, then copied into dst from a broadcast (stride 0) view of it */
 void ud_x86_fill_view(const UD_Tensor* dst, double value) {
   uint64_t one;
-  g_cast[UD_F64][ud_x86_dt(dst->dtype)](1, &one, &value, NULL, NULL, NULL);
+  const double p[3] = {0, 0, 0};
+  g_cast[UD_F64][ud_x86_dt(dst->dtype)](1, &one, &value, NULL, NULL, p);
   const int64_t zeros[UD_KIT_MAX_DIMS] = {0};
   const UD_Tensor src = {(UD_Handle)(uintptr_t)&one, dst->device, dst->ndim, dst->dtype,
                          dst->shape, zeros, 0};
@@ -43,7 +44,10 @@ static UD_Error* convert(const char* op, const UD_KernelArgs* a, const char* att
   UD_TRY(ud_kit_check_dtype(op, "y", &a->outputs[0], ud_x86_dtype(to)));
   UD_TRY(ud_kit_check_same_shape(op, "x", &a->inputs[0], &a->outputs[0]));
   const UD_Tensor* views[2] = {&a->outputs[0], &a->inputs[0]};
-  ud_x86_map(from == to ? NULL : g_cast[from][to], 2, views, NULL);
+  /* a large copy goes through the cast to its own dtype, whose tile function streams */
+  const UD_Tensor* y = &a->outputs[0];
+  const int big = ud_kit_numel(y) * (int64_t)ud_kit_itemsize(y->dtype) >= UD_X86_STREAM_BYTES;
+  ud_x86_map(from == to && !big ? NULL : g_cast[from][to], 2, views, NULL);
   return NULL;
 }
 

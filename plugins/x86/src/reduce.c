@@ -109,7 +109,7 @@ static void split_task(void* ctx, int64_t begin, int64_t end) {
 }
 
 static void reduce_split(const Red* R) {
-  int parts = ud_x86_threads() > 64 ? 64 : ud_x86_threads();
+  int parts = 4 * ud_x86_threads() > 64 ? 64 : 4 * ud_x86_threads(); /* see ud_x86_parallel */
   for (int64_t k = 0; k < R->kept_n; k++) {
     Split S = {R, R->x + ud_x86_offset(k, R->kd, R->kshape, R->kstr[0]) * R->xsize,
                (R->red_n + parts - 1) / parts, {{0}}, {0}};
@@ -214,19 +214,11 @@ static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
   return NULL;
 }
 
-#define UD_RED_KERNEL(K, OP) \
+#define UD_RED_OPS(X)                                                                     \
+  X(sum, R_SUM, NUMERIC) X(mean, R_MEAN, FLOAT) X(max, R_MAX, NUMERIC) X(min, R_MIN, NUMERIC) \
+  X(prod, R_PROD, NUMERIC) X(argmax, R_ARGMAX, NUMERIC) X(argmin, R_ARGMIN, NUMERIC)
+#define UD_RED_KERNEL(K, OP, G) \
   static UD_Error* k_##K(const UD_KernelArgs* a) { return reduce_kernel(OP, a); }
-UD_RED_KERNEL(sum, R_SUM)
-UD_RED_KERNEL(mean, R_MEAN)
-UD_RED_KERNEL(max, R_MAX)
-UD_RED_KERNEL(min, R_MIN)
-UD_RED_KERNEL(prod, R_PROD)
-UD_RED_KERNEL(argmax, R_ARGMAX)
-UD_RED_KERNEL(argmin, R_ARGMIN)
-
-const UD_X86Kernel ud_x86_reduce_kernels[] = {
-    {"sum", UD_NUMERIC_SET, k_sum},       {"mean", UD_FLOAT_SET, k_mean},
-    {"max", UD_NUMERIC_SET, k_max},       {"min", UD_NUMERIC_SET, k_min},
-    {"prod", UD_NUMERIC_SET, k_prod},     {"argmax", UD_NUMERIC_SET, k_argmax},
-    {"argmin", UD_NUMERIC_SET, k_argmin}, {NULL, 0, NULL},
-};
+UD_RED_OPS(UD_RED_KERNEL)
+#define UD_RED_ENTRY(K, OP, G) {#K, UD_##G##_SET, k_##K},
+const UD_X86Kernel ud_x86_reduce_kernels[] = {UD_RED_OPS(UD_RED_ENTRY){NULL, 0, NULL}};

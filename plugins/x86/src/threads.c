@@ -9,47 +9,74 @@
 #include "x86.h"
 
 #define UD_MAX_THREADS 64
-#define UD_SPIN 200 /* sched_yield rounds, ~50-100 µs */
+#define UD_SPIN 200       /* sched_yield rounds before sleeping, ~50-100 µs */
+#define UD_CHUNKS 4       /* chunks per thread */
 
 static struct {
   pthread_once_t once;
   pthread_mutex_t busy; /* held by the thread that owns the current job */
   pthread_mutex_t m;
-  pthread_cond_t go, done;
-  int nthreads;
-  uint64_t generation;
-  int pending;
+  pthread_cond_t cv;
+  int nthreads, sleepers;
+  uint64_t jobs;  /* jobs started: workers wait for it to change */
+  uint64_t claim; /* (job << 32) | the next chunk to claim */
+  uint64_t done;  /* chunks of the current job finished */
   ud_x86_task fn;
   void* ctx;
-  int64_t n, part;
+  int64_t n, chunk;
 } g_pool = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-            PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 1, 0, 0, NULL, NULL, 0, 0};
+            PTHREAD_COND_INITIALIZER, 1, 0, 0, 0, 0, NULL, NULL, 0, 0};
 
 static _Thread_local int t_in_task;
 
-static void run_part(int index) {
-  int64_t begin = index * g_pool.part;
-  int64_t end = begin + g_pool.part < g_pool.n ? begin + g_pool.part : g_pool.n;
-  if (begin < end) g_pool.fn(g_pool.ctx, begin, end);
+/* Waits until (*counter == value) == equal. It spins (yielding) first and sleeps only after
+ * that: waking a sleeping thread takes a futex and, on a virtual machine, an idle vCPU's wake-up
+ * — tens of µs, as long as a 1M-element add. Sleepers are counted (sequentially consistent with
+ * the counters' updates) so that `bump` skips the mutex when nobody sleeps. */
+static void await(const uint64_t* counter, uint64_t value, int equal) {
+  for (int i = 0; i < UD_SPIN; i++) {
+    if ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) == equal) return;
+    sched_yield();
+  }
+  pthread_mutex_lock(&g_pool.m);
+  __atomic_add_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+  while ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) != equal)
+    pthread_cond_wait(&g_pool.cv, &g_pool.m);
+  __atomic_sub_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&g_pool.m);
 }
 
-static void* worker(void* arg) {
-  int index = (int)(intptr_t)arg;
-  t_in_task = 1;
-  uint64_t seen = 0;
+static void bump(uint64_t* counter, uint64_t by) {
+  __atomic_add_fetch(counter, by, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&g_pool.sleepers, __ATOMIC_SEQ_CST) == 0) return;
+  pthread_mutex_lock(&g_pool.m);
+  pthread_cond_broadcast(&g_pool.cv);
+  pthread_mutex_unlock(&g_pool.m);
+}
+
+/* Runs chunks of job `job` while some are left; returns how many. Chunks are claimed one at a
+ * time, so a thread the OS has descheduled (a loaded machine) leaves its share to the others
+ * instead of making them wait. The job's fields are read before the claim: a thread that reads
+ * a later job's fields sees its claim fail, as the counter has moved on. */
+static uint64_t work(uint64_t job) {
+  uint64_t ran = 0, c = __atomic_load_n(&g_pool.claim, __ATOMIC_ACQUIRE);
   for (;;) {
-    /* spin briefly before sleeping: a condvar wake-up costs as much as a 1M-element add */
-    for (int i = 0; i < UD_SPIN && __atomic_load_n(&g_pool.generation, __ATOMIC_ACQUIRE) == seen;
-         i++)
-      sched_yield();
-    pthread_mutex_lock(&g_pool.m);
-    while (g_pool.generation == seen) pthread_cond_wait(&g_pool.go, &g_pool.m);
-    seen = g_pool.generation;
-    pthread_mutex_unlock(&g_pool.m);
-    run_part(index);
-    pthread_mutex_lock(&g_pool.m);
-    if (--g_pool.pending == 0) pthread_cond_signal(&g_pool.done);
-    pthread_mutex_unlock(&g_pool.m);
+    const int64_t n = g_pool.n, chunk = g_pool.chunk, at = (int64_t)(c & 0xffffffffu) * chunk;
+    const ud_x86_task fn = g_pool.fn;
+    void* ctx = g_pool.ctx;
+    if (c >> 32 != (job & 0xffffffffu) || at >= n) return ran;
+    if (__atomic_compare_exchange_n(&g_pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) /* else c is the counter's new value */
+      fn(ctx, at, at + chunk < n ? at + chunk : n), ran++, c++;
+  }
+}
+
+static void* worker(void* unused __attribute__((unused))) {
+  t_in_task = 1;
+  for (uint64_t job = 0;; job = __atomic_load_n(&g_pool.jobs, __ATOMIC_SEQ_CST)) {
+    const uint64_t ran = work(job);
+    if (ran) bump(&g_pool.done, ran);
+    await(&g_pool.jobs, job, 0);
   }
   return NULL;
 }
@@ -68,9 +95,8 @@ static void pool_init(void) {
   const char* env = getenv("UNIDEV_X86_THREADS");
   if (env && atoi(env) > 0) n = atoi(env);
   if (n > UD_MAX_THREADS) n = UD_MAX_THREADS;
-  pthread_t th;  /* workers 1..n-1; the caller is worker 0 */
-  while (g_pool.nthreads < n &&
-         pthread_create(&th, NULL, worker, (void*)(intptr_t)g_pool.nthreads) == 0)
+  pthread_t th; /* workers; the caller is the first thread */
+  while (g_pool.nthreads < n && pthread_create(&th, NULL, worker, NULL) == 0)
     pthread_detach(th), g_pool.nthreads++;
 }
 
@@ -87,20 +113,19 @@ void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx) {
     fn(ctx, 0, n);
     return;
   }
-  pthread_mutex_lock(&g_pool.m);
+  int64_t chunk = (n + UD_CHUNKS * threads - 1) / (UD_CHUNKS * threads);
+  g_pool.chunk = chunk = chunk < grain ? grain : chunk;
   g_pool.fn = fn;
   g_pool.ctx = ctx;
   g_pool.n = n;
-  g_pool.part = (n + threads - 1) / threads;
-  g_pool.pending = threads - 1;
-  __atomic_add_fetch(&g_pool.generation, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&g_pool.go);
-  pthread_mutex_unlock(&g_pool.m);
+  __atomic_store_n(&g_pool.done, 0, __ATOMIC_SEQ_CST);
+  const uint64_t job = g_pool.jobs + 1;
+  __atomic_store_n(&g_pool.claim, (job & 0xffffffffu) << 32, __ATOMIC_SEQ_CST);
+  bump(&g_pool.jobs, 1);
   t_in_task = 1;
-  run_part(0);
+  const uint64_t ran = work(job);
   t_in_task = 0;
-  pthread_mutex_lock(&g_pool.m);
-  while (g_pool.pending > 0) pthread_cond_wait(&g_pool.done, &g_pool.m);
-  pthread_mutex_unlock(&g_pool.m);
+  if (ran) __atomic_add_fetch(&g_pool.done, ran, __ATOMIC_SEQ_CST);
+  await(&g_pool.done, (uint64_t)((n + chunk - 1) / chunk), 1);
   pthread_mutex_unlock(&g_pool.busy);
 }

@@ -70,9 +70,10 @@ static inline int64_t ud_x86_offset(int64_t flat, int nd, const int64_t* shape,
 }
 
 /* ---- thread pool ----
- * Runs fn(ctx, begin, end) over [0, n) split into at most one part per core, on the caller and
- * the pool's workers, and returns when all parts are done. Ranges under 2 * grain run inline,
- * as does a call made from inside a pool task or while another thread holds the pool. */
+ * Runs fn(ctx, begin, end) over [0, n) cut into chunks of >= grain (about four per core) that
+ * the caller and the pool's workers claim in turn, and returns when all are done. Ranges under
+ * 2 * grain run inline, as does a call made from inside a pool task or while another thread
+ * holds the pool. */
 typedef void (*ud_x86_task)(void* ctx, int64_t begin, int64_t end);
 void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx);
 int ud_x86_threads(void);
@@ -93,8 +94,11 @@ int ud_x86_collapse_views(int nv, const UD_Tensor* const* views, unsigned skip, 
 /* Runs fn over views[0] (the output) and views[1..nv-1] (inputs of views[0]'s shape, any
  * strides, stride 0 for broadcast): collapses dimensions, packs strided operands into tiles and
  * splits large work over the pool. fn NULL copies views[1] into views[0] (same element size).
- * fn gets {p[0] (0 when p is NULL), flags}: flags 2 when views[2] has inner stride 0, which
- * fn then reads as one value; so every fn of two or more inputs must be an ispc UD_STAMP. */
+ * fn gets {p[0] (0 when p is NULL), flags, stream}: flags 2 when views[2] has inner stride 0,
+ * which fn then reads as one value; stream 1 when fn should write o with non-temporal stores
+ * (outputs of >= UD_X86_STREAM_BYTES, which cannot stay in cache anyway; the engine fences after
+ * them); so every fn of two or more inputs must be an ispc UD_STAMP. */
+#define UD_X86_STREAM_BYTES ((int64_t)1 << 24)
 void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const double* p);
 /* every element of dst = value converted to dst's dtype */
 void ud_x86_fill_view(const UD_Tensor* dst, double value);

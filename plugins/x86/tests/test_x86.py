@@ -153,6 +153,29 @@ def test_broadcast_strided_output_and_in_place() -> None:
     np.testing.assert_allclose(a.numpy(), x * x, rtol=1e-6)
 
 
+def test_large_outputs_take_the_streaming_stores() -> None:
+    """Outputs of >= 16 MB are written with non-temporal stores from their first 64-byte
+    boundary on: offset (unaligned) outputs, odd lengths, one-byte and strided outputs, copies
+    and in-place calls must all come out exact."""
+    n = (1 << 22) + 37
+    x = RNG.standard_normal(n + 3).astype(np.float32)
+    y = RNG.standard_normal(n + 3).astype(np.float32)
+    for off in (0, 1, 3):
+        run("add", [x, y], {"alpha": 2.0}, views=[lambda t, o=off: t[o:o + n]] * 2, rtol=0,
+            atol=0)
+        run("copy", [x], views=[lambda t, o=off: t[o:o + n]], rtol=0, atol=0)
+    out = dev(np.zeros(n + 1, np.float32))
+    got = unidev.ops.mul(dev(x[:n]), dev(y[:n]), out=out[1:])
+    np.testing.assert_array_equal(got.numpy(), x[:n] * y[:n])
+    assert out.numpy()[0] == 0
+    big = RNG.standard_normal(1 << 25).astype(np.float32)  # bool output: 32 MB
+    run("gt", [big, -big], rtol=0, atol=0)
+    run("relu", [big.reshape(1 << 12, 1 << 13)], views=[lambda t: t.T], rtol=0, atol=0)
+    a = dev(big)
+    unidev.ops.mul(a, a, out=a)
+    np.testing.assert_array_equal(a.numpy(), big * big)
+
+
 def test_where_and_casts_on_views() -> None:
     x = RNG.standard_normal((300, 700))
     cond = RNG.random((700,)) < 0.5

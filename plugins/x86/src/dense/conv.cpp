@@ -2,13 +2,16 @@
 // algorithm, and the packing of strided views into the dense buffers the algorithms take.
 //
 // The `algorithm` attribute: "onednn", "direct", "im2col", "winograd" or "auto". What "auto"
-// picks (from benchmarks/run.py on the ResNet-18 layers, batch 8):
+// picks (from benchmarks/run.py on the ResNet-18 layers, batch 8, 2 threads; Winograd's 16
+// GEMMs run on oneDNN's sgemm, single-threaded inside its parallel loop — OpenBLAS called from
+// two threads at once measured anywhere from 0.5x to 1.3x):
 //   float32 with oneDNN built in:
-//     "winograd" for y and grad_w of 3x3 / stride 1 / dilation 1 layers with >= 32 channels per
-//       group on both sides and outputs of >= 28x28 (y) or >= 14x14 (grad_w): it needs 2.25x
-//       fewer multiplies and measured 1.25-1.4x faster than oneDNN there (10% slower for y at
-//       14x14, slower at 7x7, no clear gain for grad_x); its barriers make it the algorithm
-//       most hurt by an oversubscribed machine;
+//     "winograd" for 3x3 / stride 1 / dilation 1 layers with >= 128 channels per group on both
+//       sides and outputs of >= 28x28 (y, grad_x) or >= 14x14 (grad_w): 1.15-1.45x oneDNN in
+//       isolation (y at 14x14 ties, 7x7 is 2.5x slower). It needs 2.25x fewer multiplies, but
+//       its transforms are memory-bound: at 64 channels (64x56x56) the full benchmark measured
+//       it anywhere from 0.3x to 1.3x oneDNN between runs on this shared machine, so auto
+//       leaves those layers to oneDNN (1.0-1.05x torch in every run);
 //     "im2col" for grad_x when the input has fewer than 16 channels per group or the kernel is
 //       1x1 with stride > 1: oneDNN's backward-data kernels measured 1.2-3x slower there;
 //     "onednn" for everything else;
@@ -16,23 +19,15 @@
 //     and both per-group channel counts are >= 16; "direct" when a per-group GEMM would be thin
 //     (c/groups * r * s < 16 or k/groups < 4, e.g. depthwise); "im2col" for the rest.
 #include <memory>
-#include <type_traits>
 
 #include "conv_algos.h"
-#include "dense_common.h"
-#include "x86.h"
+#include "dense_common.h"  // and x86.h
 #ifdef UD_DENSE_ONEDNN
 #include "conv_onednn.h"
 #endif
 
 namespace ud_dense {
 namespace {
-
-#ifdef UD_DENSE_ONEDNN
-constexpr bool kOneDNN = true;
-#else
-constexpr bool kOneDNN = false;
-#endif
 
 enum class Algo { automatic, onednn, direct, im2col, winograd };
 const char* const kAlgoNames[] = {"auto", "onednn", "direct", "im2col", "winograd"};
@@ -105,12 +100,12 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
   if (kOneDNN && is_f32) {
-    const int64_t side = c.dir == ConvDir::forward ? 28 : 14;  // smallest output side
-    if (winograd_applies(p) && std::min(p.cg(), p.kg()) >= 32 && std::min(p.oh, p.ow) >= side &&
-        c.dir != ConvDir::backward_input)
+    const bool bwd_x = c.dir == ConvDir::backward_input;
+    const int64_t side = c.dir == ConvDir::backward_weight ? 14 : 28, chans = 128;
+    if (winograd_applies(p) && std::min(p.cg(), p.kg()) >= chans && std::min(p.oh, p.ow) >= side)
       return Algo::winograd;
     const bool thin = p.cg() < 16 || (p.r == 1 && p.s == 1 && (p.sh > 1 || p.sw > 1));
-    return c.dir == ConvDir::backward_input && thin ? Algo::im2col : Algo::onednn;
+    return bwd_x && thin ? Algo::im2col : Algo::onednn;
   }
   if (winograd_applies(p) && p.cg() >= 16 && p.kg() >= 16) return Algo::winograd;
   if (p.cg() * p.r * p.s < 16 || p.kg() < 4) return Algo::direct;

@@ -5,13 +5,15 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <unidev/plugin_kit.h>
-#include <unidev/unidev.h>
-
-#include "x86.h"
+#ifdef UD_DENSE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+constexpr bool kOneDNN = true;
+#else
+constexpr bool kOneDNN = false;
+#endif
+#include "x86.h"  // and unidev.h, plugin_kit.h
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -39,6 +41,11 @@ inline void blas_single_thread() {
 template <class T>
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+#ifdef UD_DENSE_ONEDNN  // oneDNN's sgemm threads itself (not inside a parallel region): 1.1x
+  if constexpr (std::is_same_v<T, float>)  // OpenBLAS split over threads at n >= 512, 2x at 256,
+    return (void)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                            beta, c, ldc);  // and it never locks when threads call it at once
+#endif
   blas_single_thread();
   const CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -48,11 +55,13 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 }
 
 // The same gemm spread over the OpenMP threads: the longer of m and n is cut into one block of
-// rows or columns per thread. Small products stay on one thread (waking threads costs more).
+// rows or columns per thread. Small products stay on one thread (waking threads costs more), and
+// oneDNN's sgemm spreads itself.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const int nt = omp_in_parallel() || double(m) * n * k < 262144.0 ? 1 : omp_get_max_threads();
+  const bool one = double(m) * n * k < 262144.0 || (kOneDNN && std::is_same_v<T, float>);
+  const int nt = omp_in_parallel() || one ? 1 : omp_get_max_threads();  // oneDNN: see blas_gemm
   if (nt <= 1) return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   const bool split_n = n >= m;
   const int64_t dim = split_n ? n : m, chunk = ((dim + nt - 1) / nt + 15) / 16 * 16;
@@ -93,10 +102,9 @@ template <class T>
 void pack(const UD_Tensor& t, T* dense, bool to_view) {
   int64_t cs[UD_KIT_MAX_DIMS], s = 1;
   for (int i = t.ndim - 1; i >= 0; s *= t.shape[i--]) cs[i] = s;
-  if (to_view)
-    strided_copy(data_ptr<T>(t), t.strides, dense, cs, t.ndim, t.shape);
-  else
-    strided_copy(dense, cs, data_ptr<T>(t), t.strides, t.ndim, t.shape);
+  T *view = data_ptr<T>(t), *dst = to_view ? view : dense;
+  strided_copy(dst, to_view ? t.strides : cs, to_view ? dense : view, to_view ? cs : t.strides,
+               t.ndim, t.shape);
 }
 
 using ll = long long;  // for printf's %lld

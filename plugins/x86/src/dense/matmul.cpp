@@ -3,8 +3,7 @@
 // only layouts BLAS cannot express (e.g. both strides > 1) are copied into a dense buffer.
 #include <memory>
 
-#include "dense_common.h"
-#include "x86.h"
+#include "dense_common.h"  // and x86.h
 
 namespace ud_dense {
 namespace {
