@@ -14,6 +14,7 @@
 #include <cstring>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vesim.h"
@@ -121,16 +122,20 @@ class Check {
   UD_Error* err_ = nullptr;
 };
 
-// Copies args into a Call and launches `body` on the stream. Takes ownership of `c`.
+// "input 3" or "output 0", from a table: names are not built on the per-call path.
+const char* tensor_name(bool input, int i);
+
+// Launches `body` on the stream with the Call from make_call. Takes ownership of `c`.
 UD_Error* launch(const UD_KernelArgs* a, Call* c);
-// Builds the Call for `a` (descriptors and attributes copied, `iparams` attached).
-Call* make_call(const UD_KernelArgs* a, const char* op, Body body,
-                std::vector<int64_t> iparams = {});
+// A Call for `a` (descriptors and attributes copied, `iparams` attached), recycled: once the
+// pool is warm a launch allocates nothing.
+using IParams = std::pair<const int64_t*, size_t>;
+Call* make_call(const UD_KernelArgs* a, const char* op, Body body, IParams iparams = {});
+void free_call(Call* c);
 
 // A struct of int64 fields (kernel geometry) carried from the host half in Call::iparams.
-template <class G> std::vector<int64_t> pack(const G& g) {
-  auto p = reinterpret_cast<const int64_t*>(&g);
-  return std::vector<int64_t>(p, p + sizeof g / sizeof *p);
+template <class G> IParams pack(const G& g) {
+  return {reinterpret_cast<const int64_t*>(&g), sizeof g / sizeof(int64_t)};
 }
 template <class G> G unpack(const Call& c) {
   G g;

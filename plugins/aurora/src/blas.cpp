@@ -60,7 +60,7 @@ template <class T> void pack(const Mat<const T>& m, T* dst) {
 
 template <class T>
 VESIMresult gemm(VESIMkernel_ctx* kc, Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta,
-                 T* scratch) {
+                 T* scratch, bool serial) {
   int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0) return VESIM_SUCCESS;
   blas_threads();
@@ -93,12 +93,13 @@ VESIMresult gemm(VESIMkernel_ctx* kc, Mat<const T> a, Mat<const T> b, Mat<T> c, 
       for (int64_t j = 0; j < n; j++) out[i * ldc + j] = beta == T(0) ? T(0) : beta * out[i * ldc + j];
   } else {  // blocks of C's rows (or columns, when it has more) on the cores
     bool rows = m >= n;
-    VESIMresult r = parallel(kc, rows ? m : n, 32, [&](int64_t i, int64_t e) {
+    auto part = [&](int64_t i, int64_t e) {
       const T *pa = a.p + (rows ? i * (ta ? 1 : lda) : 0), *pb = b.p + (rows ? 0 : i * (tb ? ldb : 1));
       call(ta, tb, int(rows ? e - i : m), int(rows ? n : e - i), int(k), alpha, pa, int(lda), pb,
            int(ldb), beta, out + (rows ? i * ldc : i), int(ldc));
-    });
-    if (r) return r;
+    };
+    if (serial) part(0, rows ? m : n);
+    else if (VESIMresult r = parallel(kc, rows ? m : n, 32, part)) return r;
   }
   if (!direct) {
     for (int64_t i = 0; i < m; i++)
@@ -108,9 +109,9 @@ VESIMresult gemm(VESIMkernel_ctx* kc, Mat<const T> a, Mat<const T> b, Mat<T> c, 
 }
 
 template VESIMresult gemm<float>(VESIMkernel_ctx*, Mat<const float>, Mat<const float>, Mat<float>,
-                                 float, float, float*);
+                                 float, float, float*, bool);
 template VESIMresult gemm<double>(VESIMkernel_ctx*, Mat<const double>, Mat<const double>,
-                                  Mat<double>, double, double, double*);
+                                  Mat<double>, double, double, double*, bool);
 
 namespace {
 

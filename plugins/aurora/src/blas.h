@@ -13,10 +13,11 @@ template <class T> struct Mat {
 };
 
 // C = alpha * A @ B + beta * C for any strides (scratch holds packed copies; it must have room
-// for rows*cols of A, B and C). beta == 0 ignores C's old contents, nan included.
+// for rows*cols of A, B and C). beta == 0 ignores C's old contents, nan included. `serial`: on
+// the calling core only (inside a parallel region).
 template <class T>
 VESIMresult gemm(VESIMkernel_ctx* k, Mat<const T> a, Mat<const T> b, Mat<T> c, T alpha, T beta,
-                 T* scratch);
+                 T* scratch, bool serial = false);
 
 // Bytes of scratch gemm() may need for these shapes.
 inline uint64_t gemm_scratch_bytes(int64_t m, int64_t n, int64_t k, int64_t itemsize) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "aurora.h"
@@ -22,24 +23,25 @@ uint32_t dtype_key(UD_DType d) { return uint32_t(d.code) << 24 | uint32_t(d.bits
 
 // Device half of every kernel: resolve the tensors through vesim, then run the body.
 VESIMresult trampoline(VESIMkernel_ctx* k, void* args) {
-  std::unique_ptr<Call> c(*static_cast<Call**>(args));
-  auto resolve = [&](Tensor& t, const char* kind, size_t i) -> VESIMresult {
-    if (!t.present() || t.numel() == 0) return VESIM_SUCCESS;
+  std::unique_ptr<Call, void (*)(Call*)> c(*static_cast<Call**>(args), free_call);
+  for (size_t i = 0; i < c->in.size() + c->out.size(); i++) {
+    bool in = i < c->in.size();
+    Tensor& t = in ? c->in[i] : c->out[i - c->in.size()];
+    if (!t.present() || t.numel() == 0) continue;
     int64_t last = 0;
     for (int d = 0; d < t.ndim; d++) last += (t.shape[d] - 1) * t.strides[d];
     uint64_t bytes = t.offset + uint64_t(last + 1) * uint64_t(t.itemsize());
-    void* base;  // names are built without printf: this runs for every tensor of every call
-    std::string what = std::string(c->op) + ": " + kind + " " + std::to_string(i);
-    if (VESIMresult r = vesimDevResolve(k, t.handle, bytes, what.c_str(), &base)) return r;
+    void* base;  // vesim prefixes the kernel's name (the op) to the message
+    const char* what = tensor_name(in, int(in ? i : i - c->in.size()));
+    if (VESIMresult r = vesimDevResolve(k, t.handle, bytes, what, &base)) return r;
     t.data = static_cast<char*>(base) + t.offset;
-    return VESIM_SUCCESS;
-  };
-  for (size_t i = 0; i < c->in.size(); i++)
-    if (VESIMresult r = resolve(c->in[i], "input", i)) return r;
-  for (size_t i = 0; i < c->out.size(); i++)
-    if (VESIMresult r = resolve(c->out[i], "output", i)) return r;
+  }
   return c->body(k, *c);
 }
+
+// never destroyed: stream workers may still free calls while the process exits
+std::mutex& pool_mu = *new std::mutex;
+std::vector<Call*>& pool = *new std::vector<Call*>;
 
 }  // namespace
 
@@ -50,6 +52,21 @@ UD_DType dtype_from_name(const std::string& n, bool* ok) {
   auto it = names.find(n);
   *ok = it != names.end();
   return *ok ? it->second : UD_DType{};
+}
+
+const char* tensor_name(bool input, int i) {
+  static const auto names = [] {
+    std::vector<std::string> v;
+    for (int j = 0; j < 128; j++) v.push_back((j & 1 ? "input " : "output ") + std::to_string(j / 2));
+    return v;
+  }();
+  return i < 64 ? names[2 * i + input].c_str() : input ? "input (64th or later)" : "output";
+}
+
+void free_call(Call* c) {
+  std::lock_guard<std::mutex> lock(pool_mu);
+  if (pool.size() < 1024) pool.push_back(c);  // launches may run far ahead of the device
+  else delete c;
 }
 
 void register_kernel(const char* op, UD_DType dtype, UD_KernelFn fn) {
@@ -99,18 +116,18 @@ bool Check::signature(int inputs, int outputs, const char* attrs) {
   int n = 0;  // attrs is "name:t,..." with t in i f b s I (ints)
   for (const char* p = attrs; *p; n++) {
     const char* colon = strchr(p, ':');
-    std::string name(p, colon);
+    const int len = int(colon - p);
     const char kind = colon[1];
-    p = colon[2] ? colon + 3 : colon + 2;
     UD_AttrType want = kind == 'i' ? UD_ATTR_INT : kind == 'f' ? UD_ATTR_FLOAT : kind == 'b'
                        ? UD_ATTR_BOOL : kind == 's' ? UD_ATTR_STRING : UD_ATTR_INTS;
     const UD_Attr* at = n < a_->num_attrs && a_->attrs ? &a_->attrs[n] : nullptr;
-    if (!at || at->type != want || (at->name && name != at->name) ||
+    if (!at || at->type != want || (at->name && (strncmp(p, at->name, len) || at->name[len])) ||
         (want == UD_ATTR_STRING && !at->value.s) ||
         (want == UD_ATTR_INTS && at->value.ints.len && !at->value.ints.data))
-      return fail(UD_ERR_INVALID_ARGUMENT, "attribute %d: expected '%s' of type %c (all of '%s', "
-                  "in order), got %s", n, name.c_str(), kind, attrs,
+      return fail(UD_ERR_INVALID_ARGUMENT, "attribute %d: expected '%.*s' of type %c (all of '%s', "
+                  "in order), got %s", n, len, p, kind, attrs,
                   at ? (at->name ? at->name : "a nameless one or NULL data") : "none");
+    p = colon[2] ? colon + 3 : colon + 2;
   }
   if (a_->num_attrs != n)
     return fail(UD_ERR_INVALID_ARGUMENT, "got %d attributes, expected %d ('%s')", a_->num_attrs,
@@ -119,14 +136,14 @@ bool Check::signature(int inputs, int outputs, const char* attrs) {
     bool in = i < a_->num_inputs;
     const UD_Tensor& t = in ? a_->inputs[i] : a_->outputs[i - a_->num_inputs];
     if (in && t.ndim < 0) continue;  // an absent optional input; kernels check which may be
-    std::string name = (in ? "input " : "output ") + std::to_string(in ? i : i - a_->num_inputs);
-    if ((err_ = ud_kit_check_tensor(op_, name.c_str(), &t))) return false;
+    const char* name = tensor_name(in, in ? i : i - a_->num_inputs);
+    if ((err_ = ud_kit_check_tensor(op_, name, &t))) return false;
     // a view of more than 2^48 elements cannot be real device memory: refuse it before any loop
     double elems = 1;
     for (int d = 0; d < t.ndim; d++) elems *= double(t.shape[d]);
     if (elems > double(int64_t(1) << 48))
-      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48",
-                  name.c_str(), elems);
+      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48", name,
+                  elems);
   }
   return true;
 }
@@ -139,14 +156,11 @@ bool Check::dtype(const UD_Tensor& t, const char* name, UD_DType want) {
 }
 
 bool Check::dtypes(UD_DType want, uint32_t skip) {
-  for (int i = 0; i < a_->num_inputs; i++) {
-    if (skip >> i & 1 || a_->inputs[i].ndim < 0) continue;
-    if (!dtype(a_->inputs[i], ("input " + std::to_string(i)).c_str(), want)) return false;
-  }
-  for (int i = 0; i < a_->num_outputs; i++) {
-    std::string name = "output " + std::to_string(i);
-    if (!(skip >> (16 + i) & 1) && !dtype(a_->outputs[i], name.c_str(), want)) return false;
-  }
+  for (int i = 0; i < a_->num_inputs; i++)
+    if (!(skip >> i & 1) && a_->inputs[i].ndim >= 0 && !dtype(in(i), tensor_name(true, i), want))
+      return false;
+  for (int i = 0; i < a_->num_outputs; i++)
+    if (!(skip >> (16 + i) & 1) && !dtype(out(i), tensor_name(false, i), want)) return false;
   return true;
 }
 
@@ -190,44 +204,34 @@ bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
   return true;
 }
 
-Call* make_call(const UD_KernelArgs* a, const char* op, Body body, std::vector<int64_t> iparams) {
-  auto* c = new Call();
-  c->op = op;
-  c->body = body;
-  c->iparams = std::move(iparams);
-  auto copy = [](const UD_Tensor& u) {
-    Tensor t;
-    t.handle = u.handle;
-    t.ndim = u.ndim;
-    t.dtype = u.dtype;
-    t.offset = u.byte_offset;
-    for (int i = 0; i < u.ndim; i++) {
-      t.shape[i] = u.shape[i];
-      t.strides[i] = u.strides[i];
-    }
-    return t;
+Call* make_call(const UD_KernelArgs* a, const char* op, Body body, IParams iparams) {
+  std::unique_lock<std::mutex> lock(pool_mu);
+  Call* c = pool.empty() ? new Call() : pool.back();
+  if (!pool.empty()) pool.pop_back();
+  lock.unlock();
+  c->op = op, c->body = body;
+  c->iparams.assign(iparams.first, iparams.first + iparams.second);
+  auto copy = [](const UD_Tensor& u, Tensor& t) {
+    t.handle = u.handle, t.ndim = u.ndim, t.dtype = u.dtype, t.offset = u.byte_offset, t.data = nullptr;
+    for (int i = 0; i < u.ndim; i++) t.shape[i] = u.shape[i], t.strides[i] = u.strides[i];
   };
-  c->in.reserve(a->num_inputs), c->out.reserve(a->num_outputs), c->attrs.reserve(a->num_attrs);
-  for (int i = 0; i < a->num_inputs; i++) c->in.push_back(copy(a->inputs[i]));
-  for (int i = 0; i < a->num_outputs; i++) c->out.push_back(copy(a->outputs[i]));
+  c->in.resize(a->num_inputs), c->out.resize(a->num_outputs), c->attrs.resize(a->num_attrs);
+  for (int i = 0; i < a->num_inputs; i++) copy(a->inputs[i], c->in[i]);
+  for (int i = 0; i < a->num_outputs; i++) copy(a->outputs[i], c->out[i]);
   for (int i = 0; i < a->num_attrs; i++) {
     const UD_Attr& u = a->attrs[i];
-    Attr at;
+    Attr& at = c->attrs[i];
     at.type = u.type;
-    switch (u.type) {
-      case UD_ATTR_INT: at.i = u.value.i; break;
-      case UD_ATTR_FLOAT: at.f = u.value.f; break;
-      case UD_ATTR_BOOL: at.i = u.value.b; break;
-      case UD_ATTR_STRING: at.s = u.value.s ? u.value.s : ""; break;
-      case UD_ATTR_INTS: at.ints.assign(u.value.ints.data, u.value.ints.data + u.value.ints.len);
-    }
-    c->attrs.push_back(std::move(at));
+    at.i = u.type == UD_ATTR_BOOL ? u.value.b : u.type == UD_ATTR_INT ? u.value.i : 0;
+    at.f = u.type == UD_ATTR_FLOAT ? u.value.f : 0;
+    if (u.type == UD_ATTR_STRING) at.s.assign(u.value.s ? u.value.s : "");
+    if (u.type == UD_ATTR_INTS) at.ints.assign(u.value.ints.data, u.value.ints.data + u.value.ints.len);
   }
   return c;
 }
 
 UD_Error* launch(const UD_KernelArgs* a, Call* c) {
-  std::unique_ptr<Call> owned(c);
+  std::unique_ptr<Call, void (*)(Call*)> owned(c, free_call);
   VESIMstream s;
   if (UD_Error* e = check_device(a->device)) return e;
   if (UD_Error* e = stream_of(a->stream, a->device, &s)) return e;
@@ -238,7 +242,7 @@ UD_Error* launch(const UD_KernelArgs* a, Call* c) {
   owned.release();
   VESIMresult r = vesimLaunchKernelNamed(c->op, trampoline, s, &c, sizeof c);
   if (r != VESIM_SUCCESS) {
-    delete c;
+    free_call(c);
     return from_vesim(r, "launch");
   }
   return nullptr;

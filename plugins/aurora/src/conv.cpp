@@ -11,7 +11,7 @@ namespace aurora {
 namespace {
 
 enum Algo : int64_t { kAuto = 0, kDirect = 1, kIm2col = 2 };
-constexpr int64_t kMaxColumn = int64_t(1) << 26;  // elements of the im2col buffer for "auto"
+constexpr int64_t kMaxColumn = int64_t(1) << 23;  // elements of a core's im2col buffer for "auto"
 
 struct Geo {
   int64_t n, c, h, w, k, cg, kg, r, s, oh, ow, sh, sw, ph, pw, dh, dw, g, algo;
@@ -69,63 +69,67 @@ bool shape_attr(Check& ck, int idx, int64_t out[4]) {
   return true;
 }
 
-// col[(ci, r, s), (oh, ow)] = x[ci, ih, iw] (0 in the padding) for one image and group.
-template <class T>
-VESIMresult im2col(VESIMkernel_ctx* k, const Geo& g, const T* x, T* col) {
-  return parallel(k, g.rows(), 1, [&](int64_t b, int64_t e) {
-    for (int64_t row = b; row < e; row++) {
-      int64_t ci = row / (g.r * g.s), r = row / g.s % g.r, s = row % g.s;
-      const T* xp = x + ci * g.h * g.w;
-      T* out = col + row * g.plane();
-      for (int64_t oh = 0; oh < g.oh; oh++) {
-        int64_t ih = oh * g.sh - g.ph + r * g.dh;
-        T* o = out + oh * g.ow;
-        if (ih < 0 || ih >= g.h) {
-          std::fill_n(o, g.ow, T(0));
-          continue;
-        }
-#pragma omp simd
-        for (int64_t ow = 0; ow < g.ow; ow++) {
-          int64_t iw = ow * g.sw - g.pw + s * g.dw;
-          o[ow] = (iw >= 0 && iw < g.w) ? xp[ih * g.w + iw] : T(0);
-        }
-      }
-    }
-  });
-}
-
-// x[ci, ih, iw] += col[(ci, r, s), (oh, ow)]; one core per input channel (no write races).
-template <class T>
-VESIMresult col2im(VESIMkernel_ctx* k, const Geo& g, const T* col, T* x) {
-  return parallel(k, g.cg, 1, [&](int64_t b, int64_t e) {
-    for (int64_t ci = b; ci < e; ci++)
-      for (int64_t r = 0; r < g.r; r++)
-        for (int64_t s = 0; s < g.s; s++) {
-          const T* in = col + ((ci * g.r + r) * g.s + s) * g.plane();
-          T* xp = x + ci * g.h * g.w;
-          for (int64_t oh = 0; oh < g.oh; oh++) {
-            int64_t ih = oh * g.sh - g.ph + r * g.dh;
-            if (ih < 0 || ih >= g.h) continue;
-            for (int64_t ow = 0; ow < g.ow; ow++) {
-              int64_t iw = ow * g.sw - g.pw + s * g.dw;
-              if (iw >= 0 && iw < g.w) xp[ih * g.w + iw] += in[oh * g.ow + ow];
-            }
-          }
-        }
-  });
-}
-
-// Calls f(oh, ow0, ow1, ih, iw0): the output columns [ow0, ow1) whose tap (r, s) falls inside
-// the input, with iw0 the input column of ow0 (stride g.sw from there).
+// Calls f(oh, ow0, ow1, ih, iw0) for output rows [oh0, oh1): the output columns [ow0, ow1) whose
+// tap (r, s) falls inside the input, with iw0 the input column of ow0 (stride g.sw from there).
 template <class F>
-inline void tap_rows(const Geo& g, int64_t r, int64_t s, F&& f) {
+inline void tap_rows(const Geo& g, int64_t r, int64_t s, F&& f, int64_t oh0 = 0, int64_t oh1 = -1) {
   int64_t ow0 = 0, ow1 = g.ow;
   while (ow0 < g.ow && ow0 * g.sw - g.pw + s * g.dw < 0) ow0++;
   while (ow1 > ow0 && (ow1 - 1) * g.sw - g.pw + s * g.dw >= g.w) ow1--;
-  for (int64_t oh = 0; oh < g.oh; oh++) {
+  for (int64_t oh = oh0; oh < (oh1 < 0 ? g.oh : oh1); oh++) {
     int64_t ih = oh * g.sh - g.ph + r * g.dh;
     if (ih >= 0 && ih < g.h && ow0 < ow1) f(oh, ow0, ow1, ih, ow0 * g.sw - g.pw + s * g.dw);
   }
+}
+
+// col[(ci, r, s), (oh - oh0, ow)] = x[ci, ih, iw] (0 in the padding) for output rows [oh0, oh1)
+// of one image and group: zeros first (only where there is padding), then the in-bounds runs as
+// (strided) copies.
+template <class T>
+void im2col(const Geo& g, const T* x, T* col, int64_t oh0, int64_t oh1) {
+  const int64_t cols = (oh1 - oh0) * g.ow;
+  for (int64_t row = 0; row < g.rows(); row++) {
+    int64_t ci = row / (g.r * g.s), r = row / g.s % g.r, s = row % g.s;
+    if (g.ph || g.pw) std::fill_n(col + row * cols, cols, T(0));
+    tap_rows(g, r, s, [&](int64_t oh, int64_t ow0, int64_t ow1, int64_t ih, int64_t iw0) {
+      const T* in = x + (ci * g.h + ih) * g.w + iw0;
+      T* o = col + row * cols + (oh - oh0) * g.ow + ow0;
+      if (g.sw == 1) std::memcpy(o, in, (ow1 - ow0) * sizeof(T));
+      else
+        for (int64_t i = 0; i < ow1 - ow0; i++) o[i] = in[i * g.sw];
+    }, oh0, oh1);
+  }
+}
+
+// x[ci, ih, iw] += col[(ci - b, r, s), (oh, ow)] for channels [b, e) of one image and group.
+template <class T>
+void col2im(const Geo& g, const T* col, T* x, int64_t b, int64_t e) {
+  for (int64_t ci = b; ci < e; ci++)
+    for (int64_t r = 0; r < g.r; r++)
+      for (int64_t s = 0; s < g.s; s++) {
+        const T* in = col + (((ci - b) * g.r + r) * g.s + s) * g.plane();
+        tap_rows(g, r, s, [&](int64_t oh, int64_t ow0, int64_t ow1, int64_t ih, int64_t iw0) {
+          T* o = x + (ci * g.h + ih) * g.w + iw0;
+          const T* src = in + oh * g.ow + ow0;
+#pragma omp simd
+          for (int64_t i = 0; i < ow1 - ow0; i++) o[i * g.sw] += src[i];
+        });
+      }
+}
+
+// One parallel region over all (image, group) pairs: f(n, gi, lo, hi, scratch, chunk) with `per`
+// elements of scratch for each core and single-threaded BLAS (a region per image cost more than
+// the small GEMMs of a CNN's layers). With fewer pairs than cores each pair's [0, split) is cut
+// into parts [lo, hi) too.
+template <class T, class F>
+VESIMresult per_image(VESIMkernel_ctx* k, const Geo& g, int64_t per, int64_t split, T** buf, F&& f) {
+  const int64_t parts = std::min(split, std::max<int64_t>(1, vesimDevCores(k) / (g.n * g.g)));
+  *buf = static_cast<T*>(vesimDevScratch(k, uint64_t(vesimDevCores(k) * per) * sizeof(T)));
+  if (!*buf) return VESIM_ERROR_OUT_OF_MEMORY;
+  return parallel_chunks(k, g.n * g.g * parts, 1, [&](int64_t b, int64_t e, int chunk) {
+    for (int64_t i = b, p = b % parts, j = b / parts; i < e; i++, j += ++p / parts, p %= parts)
+      f(j / g.g, j % g.g, p * split / parts, (p + 1) * split / parts, *buf + chunk * per, chunk);
+  });
 }
 
 // The host half of the three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight).
@@ -162,37 +166,25 @@ template <class T> struct Conv2d {
     if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
     if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
     if (VESIMresult r = dense_in(k, c.in[2], &bias)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &y, true)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
     if (c.out[0].numel() == 0) return VESIM_SUCCESS;
-    VESIMresult r = g.algo == kDirect ? direct(k, g, x, w, y) : lowered(k, g, x, w, y);
-    if (r) return r;
-    if (c.in[2].present()) {
+    VESIMresult r = VESIM_SUCCESS;  // y starts as the bias (0 without one) and the taps add up
+    if (bias || g.algo == kDirect)
       r = parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; i++) {
-          T* p = y + i * g.plane();
-          T v = bias[i % g.k];
-#pragma omp simd
-          for (int64_t j = 0; j < g.plane(); j++) p[j] += v;
-        }
+        for (int64_t i = b; i < e; i++) std::fill_n(y + i * g.plane(), g.plane(), bias ? bias[i % g.k] : T(0));
       });
-      if (r) return r;
-    }
-    return store(k, c.out[0], y);
+    if (!r) r = g.algo == kDirect ? direct(k, g, x, w, y) : lowered(k, g, x, w, y, T(bias ? 1 : 0));
+    return r ? r : store(k, c.out[0], y);
   }
-  static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y) {
-    T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
-    T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.kg, g.plane(), g.rows(), sizeof(T))));
-    if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
-    for (int64_t n = 0; n < g.n; n++)
-      for (int64_t gi = 0; gi < g.g; gi++) {
-        if (VESIMresult r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col)) return r;
-        if (VESIMresult r = gemm<T>(k, {w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1},
-                                    {col, g.rows(), g.plane(), g.plane(), 1},
-                                    {y + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(),
-                                     g.plane(), 1}, T(1), T(0), scratch))
-          return r;
-      }
-    return VESIM_SUCCESS;
+  static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y, T beta) {
+    T* buf;
+    return per_image(k, g, g.rows() * g.plane(), g.oh, &buf, [&](auto n, auto gi, auto h0, auto h1, T* col, int) {
+      im2col(g, x + (n * g.c + gi * g.cg) * g.h * g.w, col, h0, h1);  // output rows [h0, h1)
+      const int64_t cols = (h1 - h0) * g.ow;
+      gemm<T>(k, {w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, {col, g.rows(), cols, cols, 1},
+              {y + (n * g.k + gi * g.kg) * g.plane() + h0 * g.ow, g.kg, cols, g.plane(), 1}, T(1),
+              beta, nullptr, true);  // every operand is in a BLAS layout: no packing scratch
+    });
   }
   static VESIMresult direct(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y) {
     return parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
@@ -225,7 +217,7 @@ template <class T> struct Conv2dBackwardInput {
     T* gx;
     if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
     if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &gx, true)) return r;
+    if (VESIMresult r = dense_out(k, c.out[0], &gx, g.algo == kDirect)) return r;
     if (c.out[0].numel() == 0) return VESIM_SUCCESS;
     VESIMresult r = VESIM_SUCCESS;
     if (g.algo == kDirect) {
@@ -248,17 +240,17 @@ template <class T> struct Conv2dBackwardInput {
         }
       });
     } else {
-      T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
-      T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.rows(), g.plane(), g.kg, sizeof(T))));
-      if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
-      for (int64_t n = 0; n < g.n && !r; n++)
-        for (int64_t gi = 0; gi < g.g && !r; gi++) {
-          // col = W_g^T [CgRS, Kg] @ grad_y [Kg, OH*OW]
-          r = gemm<T>(k, {w + gi * g.kg * g.rows(), g.rows(), g.kg, 1, g.rows()},
-                      {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
-                      {col, g.rows(), g.plane(), g.plane(), 1}, T(1), T(0), scratch);
-          if (!r) r = col2im(k, g, col, gx + (n * g.c + gi * g.cg) * g.h * g.w);
-        }
+      T* buf;
+      r = per_image(k, g, g.rows() * g.plane(), g.cg, &buf, [&](auto n, auto gi, auto c0, auto c1, T* col, int) {
+        T* xp = gx + (n * g.c + gi * g.cg) * g.h * g.w;  // input channels [c0, c1)
+        std::fill_n(xp + c0 * g.h * g.w, (c1 - c0) * g.h * g.w, T(0));
+        // col = W_g^T [CgRS, Kg] @ grad_y [Kg, OH*OW], the rows of channels [c0, c1)
+        const int64_t rs = g.r * g.s;
+        gemm<T>(k, {w + gi * g.kg * g.rows() + c0 * rs, (c1 - c0) * rs, g.kg, 1, g.rows()},
+                {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
+                {col, (c1 - c0) * rs, g.plane(), g.plane(), 1}, T(1), T(0), nullptr, true);
+        col2im(g, col, xp, c0, c1);
+      });
     }
     return r ? r : store(k, c.out[0], gx);
   }
@@ -299,18 +291,25 @@ template <class T> struct Conv2dBackwardWeight {
         }
       });
     } else {
-      T* col = static_cast<T*>(vesimDevScratch(k, uint64_t(g.rows() * g.plane()) * sizeof(T)));
-      T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(g.kg, g.rows(), g.plane(), sizeof(T))));
-      if (!col || !scratch) return VESIM_ERROR_OUT_OF_MEMORY;
-      for (int64_t n = 0; n < g.n && !r; n++)
-        for (int64_t gi = 0; gi < g.g && !r; gi++) {
-          r = im2col(k, g, x + (n * g.c + gi * g.cg) * g.h * g.w, col);
-          // grad_w_g [Kg, CgRS] += grad_y [Kg, OH*OW] @ col^T [OH*OW, CgRS]
-          if (!r)
-            r = gemm<T>(k, {gy + (n * g.k + gi * g.kg) * g.plane(), g.kg, g.plane(), g.plane(), 1},
-                        {col, g.plane(), g.rows(), 1, g.plane()},
-                        {gw + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, T(1), T(1), scratch);
-        }
+      // each core sums its images into its own grad_w; the partial sums are added at the end
+      const int64_t per = g.rows() * g.plane() + g.k * g.rows(), cores = vesimDevCores(k);
+      std::vector<char> used(cores * g.g);
+      T* buf;
+      r = per_image(k, g, per, g.oh, &buf, [&](auto n, auto gi, auto h0, auto h1, T* col, int chunk) {
+        im2col(g, x + (n * g.c + gi * g.cg) * g.h * g.w, col, h0, h1);
+        // grad_w_g [Kg, CgRS] += grad_y [Kg, OH*OW] @ col^T [OH*OW, CgRS], output rows [h0, h1)
+        const int64_t cols = (h1 - h0) * g.ow;
+        gemm<T>(k, {gy + (n * g.k + gi * g.kg) * g.plane() + h0 * g.ow, g.kg, cols, g.plane(), 1},
+                {col, cols, g.rows(), 1, cols},
+                {col + g.rows() * g.plane() + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1},
+                T(1), T(used[chunk * g.g + gi] ? 1 : 0), nullptr, true);
+        used[chunk * g.g + gi] = 1;
+      });
+      const int64_t block = g.kg * g.rows();
+      for (int64_t c = 0; c < cores * g.g && !r; c++)  // c: (core, group)
+#pragma omp simd
+        for (int64_t i = 0; i < block * used[c]; i++)
+          gw[c % g.g * block + i] += buf[c / g.g * per + g.rows() * g.plane() + c % g.g * block + i];
     }
     return r ? r : store(k, c.out[0], gw);
   }

@@ -126,9 +126,9 @@ template <class... Ins>
 bool check_input_dtypes(Check& ck, Types<Ins...>) {
   const UD_DType want[] = {DType<Ins>::ud...};
   for (int i = 0; i < int(sizeof...(Ins)); i++) {
-    std::string name = "input " + std::to_string(i);  // not printf: it runs on every call
-    if (!ck.dtype(ck.in(i), name.c_str(), want[i])) return false;
-    if (!ck.same_shape(ck.in(i), name.c_str(), ck.out(0), "output")) return false;
+    if (!ck.dtype(ck.in(i), tensor_name(true, i), want[i]) ||
+        !ck.same_shape(ck.in(i), tensor_name(true, i), ck.out(0), "output"))
+      return false;
   }
   return true;
 }

@@ -65,7 +65,7 @@ template <class T> struct NllLoss {
       return ck.take();
     if (red == kNone ? !ck.same_shape(ck.out(0), "loss", ck.in(1), "target") : !ck.ndim(ck.out(0), "loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "nll_loss", body, {red}));
+    return launch(a, make_call(a, "nll_loss", body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor &lp = c.in[0], &t = c.in[1], &w = c.in[2];
@@ -100,7 +100,7 @@ template <class T> struct NllLossBackward {
       return ck.take();
     if (red == kNone ? !ck.same_shape(ck.in(0), "grad_loss", ck.in(2), "target") : !ck.ndim(ck.in(0), "grad_loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "nll_loss_backward", body, {red}));
+    return launch(a, make_call(a, "nll_loss_backward", body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor &gl = c.in[0], &lp = c.in[1], &t = c.in[2], &w = c.in[3];
@@ -131,7 +131,7 @@ template <class T> struct MseLoss {
       return ck.take();
     if (red == kNone ? !ck.same_shape(ck.out(0), "loss", ck.in(0), "x") : !ck.ndim(ck.out(0), "loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "mse_loss", body, {red}));
+    return launch(a, make_call(a, "mse_loss", body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     int64_t red = c.iparams[0];
@@ -165,7 +165,7 @@ template <class T> struct MseLossBackward {
       return ck.take();
     if (red == kNone ? !ck.same_shape(ck.in(0), "grad_loss", ck.in(1), "x") : !ck.ndim(ck.in(0), "grad_loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "mse_loss_backward", body, {red}));
+    return launch(a, make_call(a, "mse_loss_backward", body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     int64_t red = c.iparams[0], n = c.in[1].numel();

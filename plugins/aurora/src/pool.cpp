@@ -70,30 +70,42 @@ template <class T> struct MaxPool {
     if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
     if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
     if (VESIMresult r = dense_out(k, c.out[1], &idx, false)) return r;
-    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; p++) {
-        const T* xp = x + p * g.h * g.w;
-        for (int64_t oh = 0; oh < g.oh; oh++)
-          for (int64_t ow = 0; ow < g.ow; ow++) {
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t at = -1;
-            for (int64_t r = 0; r < g.kh; r++) {
-              int64_t ih = oh * g.sh - g.ph + r * g.dh;
-              if (ih < 0 || ih >= g.h) continue;
-              for (int64_t s = 0; s < g.kw; s++) {
-                int64_t iw = ow * g.sw - g.pw + s * g.dw;
-                if (iw < 0 || iw >= g.w) continue;
-                T v = xp[ih * g.w + iw];
-                if (at < 0 || v > best || v != v) {  // the first tap, a larger one, or nan
-                  best = v;
-                  at = ih * g.w + iw;
-                }
-              }
+    // Each tap (in window order) is a vector pass over the output columns where it is in bounds;
+    // the winning tap per column is an integer as wide as T, so that the pass vectorizes.
+    using Tap = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    auto rows = [&](int64_t r0, int64_t r1, auto st) {
+      std::vector<Tap> tap(g.ow);
+      std::vector<int64_t> offs(g.kh * g.kw);
+      for (int64_t row = r0; row < r1; row++) {
+        const int64_t oh = row % g.oh;
+        const T* xp = x + row / g.oh * g.h * g.w;
+        T* yr = y + row * g.ow;
+        std::fill_n(yr, g.ow, -std::numeric_limits<T>::infinity());
+        std::fill_n(tap.data(), g.ow, Tap(-1));
+        for (int64_t r = 0, n = 0; r < g.kh; r++) {
+          const int64_t ih = oh * g.sh - g.ph + r * g.dh;
+          for (int64_t s = 0; s < g.kw; s++, n++) {
+            const int64_t q = g.pw - s * g.dw, e = g.w - 1 + q;  // columns o: 0 <= o*sw - q <= e - q
+            const int64_t o0 = q > 0 ? (q + g.sw - 1) / g.sw : 0, o1 = e < 0 ? 0 : std::min(g.ow, e / g.sw + 1);
+            const int64_t off = offs[n] = ih * g.w - q;
+            if (ih < 0 || ih >= g.h) continue;
+#pragma omp simd
+            for (int64_t o = o0; o < o1; o++) {  // the first in-bounds tap, a larger one, or nan
+              const T v = xp[off + o * st];
+              const bool take = (tap[o] < 0) | (v > yr[o]) | (v != v);  // no branches
+              yr[o] = take ? v : yr[o];
+              tap[o] = take ? Tap(n) : tap[o];
             }
-            y[(p * g.oh + oh) * g.ow + ow] = best;
-            idx[(p * g.oh + oh) * g.ow + ow] = at < 0 ? 0 : at;
           }
+        }
+        int64_t* ir = idx + row * g.ow;
+        for (int64_t o = 0; o < g.ow; o++) ir[o] = tap[o] < 0 ? 0 : offs[tap[o]] + o * st;
       }
+    };
+    VESIMresult r = parallel(k, g.planes * g.oh, 1, [&](int64_t r0, int64_t r1) {
+      if (g.sw == 1) rows(r0, r1, std::integral_constant<int64_t, 1>());
+      else if (g.sw == 2) rows(r0, r1, std::integral_constant<int64_t, 2>());
+      else rows(r0, r1, g.sw);
     });
     if (r || (r = store(k, c.out[0], y))) return r;
     return store(k, c.out[1], idx);

@@ -41,7 +41,7 @@ template <class T> struct Concat {
       return ck.take();
     for (int d = 0; d < nd; d++)
       if (d != axis && !ck.dim(ck.out(0), "out", d, first.shape[d])) return ck.take();
-    return launch(a, make_call(a, "concat", body, {axis}));
+    return launch(a, make_call(a, "concat", body, pack(int64_t(axis))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     int64_t axis = c.iparams[0], start[kMaxDims] = {};

@@ -23,7 +23,7 @@ template <class T, int K> struct Softmax {
     if (axis < -nd || axis >= nd)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute 'axis' = %lld, expected in "
                           "[%lld, %lld)", kNames[K], (long long)axis, (long long)-nd, (long long)nd);
-    return launch(a, make_call(a, kNames[K], body, {(axis + nd) % nd}));
+    return launch(a, make_call(a, kNames[K], body, pack(int64_t((axis + nd) % nd))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor& t = c.in[0];

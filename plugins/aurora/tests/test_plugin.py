@@ -198,3 +198,53 @@ def test_large_reduction_and_softmax_match_reference() -> None:
     got = unidev.ops.log_softmax(dev(y), axis=1).numpy()
     np.testing.assert_allclose(got, reference.run("log_softmax", [y], {"axis": 1})[0], rtol=1e-5,
                                atol=1e-6)
+
+
+POOL_GEOMETRIES = [  # kernel, stride, padding, dilation, ceil_mode
+    ((2, 2), (2, 2), (0, 0), (1, 1), False), ((3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((3, 3), (1, 1), (1, 1), (1, 1), False), ((3, 2), (2, 3), (1, 1), (1, 1), True),
+    ((2, 3), (3, 1), (1, 0), (2, 2), True), ((4, 5), (3, 4), (2, 2), (1, 3), True),
+    ((1, 1), (1, 1), (0, 0), (1, 1), False), ((2, 2), (1, 1), (1, 1), (3, 3), False),
+    ((5, 5), (2, 2), (2, 2), (1, 1), True)]
+
+
+@pytest.mark.parametrize("dtype", [F32, "float64"])
+@pytest.mark.parametrize("geo", POOL_GEOMETRIES)
+def test_max_pool_matches_reference_with_ties_nan_and_inf(geo, dtype: str) -> None:
+    kernel, stride, padding, dilation, ceil_mode = geo
+    rng = np.random.default_rng(3)
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding, "dilation": dilation,
+             "ceil_mode": ceil_mode}
+    for shape in [(2, 3, 11, 37), (1, 2, 5, 300), (1, 1, 9, 10)]:
+        x = rng.integers(-3, 4, shape).astype(dtype)  # many ties: the first tap must win
+        x.flat[rng.choice(x.size, 9, replace=False)] = np.nan
+        x.flat[rng.choice(x.size, 9, replace=False)] = -np.inf
+        x[0, 0, 1] = -np.inf  # a whole row of -inf
+        want_y, want_i = reference.run("max_pool2d", [x], attrs)
+        got_y, got_i = (a.numpy() for a in unidev.ops.max_pool2d(dev(x), **attrs))
+        np.testing.assert_array_equal(got_y, want_y, err_msg=str(shape))
+        np.testing.assert_array_equal(got_i, want_i, err_msg=str(shape))
+    strided = dev(np.pad(x, ((0, 0), (0, 0), (0, 0), (2, 1))))[..., 2:-1]  # a view, gathered
+    np.testing.assert_array_equal(unidev.ops.max_pool2d(strided, **attrs)[1].numpy(), want_i)
+
+
+@pytest.mark.parametrize("dtype", [F32, "float64"])
+@pytest.mark.parametrize("batch", [1, 19])
+def test_im2col_conv_over_a_batch_matches_reference(batch: int, dtype: str) -> None:
+    # 19: many images per core (per-core column buffers, partial weight gradients); 1: each
+    # image's output (or input) channels cut into parts for the cores
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((batch, 4, 7, 6)).astype(dtype)
+    w = rng.standard_normal((10, 2, 3, 3)).astype(dtype)
+    attrs = {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 1), "groups": 2,
+             "algorithm": "im2col"}
+    y = reference.run("conv2d", [x, w, None], attrs)[0]
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    np.testing.assert_allclose(unidev.ops.conv2d(dev(x), dev(w), None, **attrs).numpy(), y, **tol)
+    gx = reference.run("conv2d_backward_input", [gy, w], dict(attrs, input_shape=x.shape))[0]
+    np.testing.assert_allclose(unidev.ops.conv2d_backward_input(
+        dev(gy), dev(w), input_shape=x.shape, **attrs).numpy(), gx, **tol)
+    gw = reference.run("conv2d_backward_weight", [gy, x], dict(attrs, weight_shape=w.shape))[0]
+    np.testing.assert_allclose(unidev.ops.conv2d_backward_weight(
+        dev(gy), dev(x), weight_shape=w.shape, **attrs).numpy(), gw, **tol)
