@@ -62,7 +62,8 @@ def close(got: unidev.DeviceArray | np.ndarray, want: np.ndarray, dtype: str) ->
 # ---- matmul / gemm ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("mkn", [(3, 4, 5), (1, 7, 1), (8, 1, 6), (33, 17, 65), (64, 64, 64)])
+@pytest.mark.parametrize("mkn", [(3, 4, 5), (1, 7, 1), (8, 1, 6), (33, 17, 65), (64, 64, 64),
+                                 (65, 300, 130), (130, 300, 65)])  # split over threads
 def test_matmul_layouts(dtype, mkn):
     m, k, n = mkn
     a, b = rand((m, k), dtype), rand((k, n), dtype)

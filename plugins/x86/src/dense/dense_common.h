@@ -41,10 +41,10 @@ inline void blas_single_thread() {
 template <class T>
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-#ifdef UD_DENSE_ONEDNN  // oneDNN's sgemm threads itself (not inside a parallel region): 1.1x
-  if constexpr (std::is_same_v<T, float>)  // OpenBLAS split over threads at n >= 512, 2x at 256,
+#ifdef UD_DENSE_ONEDNN  // oneDNN's sgemm (sequential inside a parallel region) beats OpenBLAS's
+  if constexpr (std::is_same_v<T, float>)  // 1.1-1.3x (5x at k = 10), and never locks when threads
     return (void)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                            beta, c, ldc);  // and it never locks when threads call it at once
+                            beta, c, ldc);  // call it at once
 #endif
   blas_single_thread();
   const CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
@@ -55,13 +55,13 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 }
 
 // The same gemm spread over the OpenMP threads: the longer of m and n is cut into one block of
-// rows or columns per thread. Small products stay on one thread (waking threads costs more), and
-// oneDNN's sgemm spreads itself.
+// rows or columns per thread. Small products stay on one thread (waking threads costs more). For
+// oneDNN's sgemm too: at m = 256 (an MLP batch) its own split runs up to 1.4x slower.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const bool one = double(m) * n * k < 262144.0 || (kOneDNN && std::is_same_v<T, float>);
-  const int nt = omp_in_parallel() || one ? 1 : omp_get_max_threads();  // oneDNN: see blas_gemm
+  const bool one = double(m) * n * k < 262144.0;
+  const int nt = omp_in_parallel() || one ? 1 : omp_get_max_threads();
   if (nt <= 1) return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   const bool split_n = n >= m;
   const int64_t dim = split_n ? n : m, chunk = ((dim + nt - 1) / nt + 15) / 16 * 16;
