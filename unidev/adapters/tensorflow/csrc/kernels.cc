@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <utility>
 #include <climits>
 #include <cstdio>
@@ -110,6 +111,8 @@ struct Kern {
   std::string padding;
   std::vector<int64_t> ksize, strides, dilations, explicit_pads;
   TF_DataType dst = TF_FLOAT;
+  // A kernel instance serves one device, whose compute stream never changes: asked for once.
+  std::atomic<SP_Stream> stream{nullptr};
 };
 
 // Kernels never nest on a thread: each thread reuses one list of fetched tensors and one status.
@@ -123,14 +126,18 @@ struct Call {
   SP_Stream sp = nullptr;
   std::vector<TF_Tensor*>& owned = t_owned;
 
-  Call(TF_OpKernelContext* c, const Kern* kern) : ctx(c), k(kern) {
+  // The thread's status is OK between calls: a failed call resets it after reporting.
+  Call(TF_OpKernelContext* c, Kern* kern) : ctx(c), k(kern) {
     static thread_local TF_Status* status = TF_NewStatus();
     st = status;
-    TF_SetStatus(st, TF_OK, "");
-    sp = TF_GetStream(ctx, st);
+    sp = kern->stream.load(std::memory_order_relaxed);
+    if (!sp) kern->stream.store(sp = TF_GetStream(ctx, st), std::memory_order_relaxed);
   }
   ~Call() {
-    if (TF_GetCode(st) != TF_OK) TF_OpKernelContext_Failure(ctx, st);
+    if (TF_GetCode(st) != TF_OK) {
+      TF_OpKernelContext_Failure(ctx, st);
+      TF_SetStatus(st, TF_OK, "");
+    }
     release();
   }
   void release() {
@@ -149,8 +156,8 @@ struct Call {
   }
   TF_Tensor* input(int i) {
     TF_Tensor* t = nullptr;
-    TF_GetInput(ctx, i, &t, st);
-    if (ok() && TF_NumDims(keep(t)) > kMaxDims) fail(TF_INVALID_ARGUMENT, "rank above 16");
+    TF_GetInput(ctx, i, &t, st);  // sets `t` only on success
+    if (keep(t) && TF_NumDims(t) > kMaxDims) fail(TF_INVALID_ARGUMENT, "rank above 16");
     return ok() ? t : nullptr;
   }
   TF_Tensor* output(int i, TF_DataType dt, const std::vector<int64_t>& dims) {
@@ -269,7 +276,7 @@ bool Call::run(int op, std::initializer_list<const Desc*> ins,
   if (!ok()) return false;
   const Desc* first = ins.size() ? *ins.begin() : *outs.begin();
   int di = -1;
-  for (int i = 0; i < kNumDTypes; i++)
+  for (int i = 0; i < kNumDTypes && di < 0; i++)
     if (std::memcmp(&kUdTypes[i], &first->t.dtype, sizeof(UD_DType)) == 0) di = i;
   UD_KernelFn fn = di >= 0 ? g_fn[op][di] : nullptr;
   if (!fn)
@@ -336,9 +343,14 @@ bool broadcast_inputs(Call& c, int n, Desc* ds, Desc* out, int reuse = -1) {
   for (int i = 0; i < n; i++)
     if (!c.device_input(i, &ds[i])) return false;
   if (!broadcast_shape(c, {&ds[0], &ds[n > 1 ? 1 : 0], &ds[n - 1]}, &shape)) return false;
-  for (int i = 0; i < n; i++) ds[i] = broadcast(ds[i], shape);
-  TF_Tensor* y = c.output(0, c.out_type(), shape.data(), int(shape.size()), reuse);
-  if (y) *out = desc(c, y);
+  for (int i = 0; i < n; i++)
+    if (ds[i].t.ndim != int(shape.size()) || !std::equal(shape.begin(), shape.end(), ds[i].shape))
+      ds[i] = broadcast(ds[i], shape);
+  TF_DataType dt = c.out_type();
+  TF_Tensor* y = c.output(0, dt, shape.data(), int(shape.size()), reuse);
+  if (y)
+    *out = contiguous(reinterpret_cast<UD_Handle>(TF_TensorData(y)), dt, shape.data(),
+                      int(shape.size()), c.sp->device);
   if (y && reuse >= 0 && ds[reuse].t.handle == out->t.handle) ds[reuse] = *out;  // exact alias
   return y != nullptr;
 }
