@@ -24,6 +24,10 @@ def _set_threads_from_argv() -> None:
     """OpenMP (oneDNN, torch) and the x86 pool read their thread counts once, at start-up.
     Torch runs as plain torch CPU here: the unidev adapter is not autoloaded at import."""
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+    # OpenBLAS workers (numpy's copy among them) busy-wait ~2^28 cycles after each call: in an
+    # interleaved run they took a core from whichever library ran next (unidev's sgemm 1024:
+    # 96 GFLOP/s right after numpy's, 201 with this). 2^4 cycles: they sleep at once.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     if "--threads" in sys.argv:
         n = sys.argv[sys.argv.index("--threads") + 1]
         os.environ["OMP_NUM_THREADS"] = os.environ["UNIDEV_X86_THREADS"] = n
