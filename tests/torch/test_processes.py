@@ -159,9 +159,8 @@ def test_no_device_is_quiet_but_listed():
 @pytest.mark.skipif("x86" not in usable_plugins(), reason="needs the x86 plugin")
 def test_a_script_ending_right_after_backward_exits_cleanly():
     """torch's device autograd thread may still need the GIL when a script ends right after
-    backward(); without the adapter's exit hook a quarter of these runs aborted on x86 (none on
-    aurora in 20 runs)
-    ("terminate called without an active exception")."""
+    backward(); without the adapter's exit hook a quarter of these runs aborted on x86 with
+    "terminate called without an active exception" (none of 20 on aurora)."""
     code = textwrap.dedent("""
         import torch, unidev.torch as ut
         w = torch.ones(64, 64, device=ut.device_name(), requires_grad=True)
