@@ -35,6 +35,9 @@ def grads(f, *xs):
 CASES = {
     "add_broadcast": lambda: tf.add(X, B),
     "sub": lambda: tf.subtract(X, Y), "mul": lambda: tf.multiply(X, Y),
+    # same shapes take the C++ kernels, other shapes their C fallback
+    "add_f64": lambda: tf.add(X.astype(np.float64), Y.astype(np.float64)),
+    "mul_broadcast": lambda: tf.multiply(B, X), "sub_scalar": lambda: tf.subtract(X, 2.0),
     "realdiv": lambda: tf.divide(X, Y * Y + 1),
     "maximum": lambda: tf.maximum(X, Y), "minimum": lambda: tf.minimum(X, B),
     "pow": lambda: tf.pow(tf.abs(X) + 0.5, Y), "neg": lambda: tf.negative(X),
@@ -60,6 +63,9 @@ CASES = {
     "div_no_nan": lambda: tf.math.divide_no_nan(X, Y * (Y > 0)),
     "sparse_xent": lambda: grads(lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=LABELS, logits=z), LOGITS),
+    # int64 labels live in device memory (int32 ones in host memory): the kernel reads them back
+    "sparse_xent_int64": lambda: grads(lambda z: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=LABELS.astype(np.int64), logits=z), LOGITS),
     "conv_same_s1": lambda: grads(lambda x, k: tf.nn.conv2d(x, k, 1, "SAME"), IMG, K3),
     "conv_same_s2_asym": lambda: grads(lambda x, k: tf.nn.conv2d(x, k, 2, "SAME"), IMG, K2),
     "conv_valid_dil": lambda: tf.nn.conv2d(IMG, K3, 1, "VALID", dilations=2),
@@ -112,6 +118,9 @@ def ops(device: str) -> dict:
         (k.constraint[0].allowed_values.list.type[0], list(k.host_memory_arg))
         for k in kernels.get_registered_kernels_for_op("_EagerConst").kernel
         if k.device_type == dev_type)
+    res["addv2_priorities"] = sorted({  # the same-shape C++ kernel above the C one
+        k.priority for k in kernels.get_registered_kernels_for_op("AddV2").kernel
+        if k.device_type == dev_type})
     res["cast_from_int32"] = [  # int32 is host memory: the Cast stages it, not TF's EventMgr copy
         list(k.host_memory_arg) for k in kernels.get_registered_kernels_for_op("Cast").kernel
         if k.device_type == dev_type and any(
@@ -122,6 +131,8 @@ def ops(device: str) -> dict:
         "matmul": lambda: tf.matmul(tf.ones((2, 3)), tf.ones((4, 2))),
         "label": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=tf.constant([7], tf.int32), logits=tf.ones((1, 5))),
+        "label64": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.constant([0, -3], tf.int64), logits=tf.ones((2, 5))),
     }
     for name, fn in bad.items():
         try:

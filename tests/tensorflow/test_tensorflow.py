@@ -85,12 +85,13 @@ def test_ops_errors_oom_and_devices(installed, tf_type):
             bad[name] = case
     assert not bad, bad
     for name, want in [("broadcast", "AddV2 on"), ("matmul", "MatMul on"),
-                       ("label", "label value of 7")]:
+                       ("label", "label value of 7"), ("label64", "label value of -3")]:
         assert res["errors"][name].startswith("InvalidArgumentError") and want in \
             res["errors"][name], res["errors"][name]
     # tf.constant on the device: the adapter's kernel takes the host value and copies it itself
     # (TF's default kernel would copy through its EventMgr, ~10x slower); float32 at least
     assert [1, ["input"]] in res["eager_const"], res["eager_const"]
+    assert res["addv2_priorities"] == [0, 1], res["addv2_priorities"]
     assert res["cast_from_int32"] and all(h == ["x"] for h in res["cast_from_int32"])
     assert res["oom"].startswith("ResourceExhaustedError"), res["oom"]
     assert res["after_oom"] == 1000.0

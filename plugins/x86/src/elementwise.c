@@ -13,7 +13,7 @@
 typedef struct {
   ud_x86_tile_fn fn;
   double p[3]; /* the op's parameter; p[1] = 2: b is read once; p[2]: streaming (see ud_x86_map) */
-  int nv, ndim, stream;
+  int nv, ndim;
   int64_t shape[UD_KIT_MAX_DIMS];
   int64_t strides[UD_MAX_VIEWS][UD_KIT_MAX_DIMS];
   char* base[UD_MAX_VIEWS];
@@ -77,7 +77,7 @@ static void run_range(void* ctx, int64_t begin, int64_t end) {
       idx[k - 1]++;
     }
   }
-  if (P->stream) __atomic_thread_fence(__ATOMIC_SEQ_CST); /* order the non-temporal stores */
+  if (P->p[2]) __atomic_thread_fence(__ATOMIC_SEQ_CST); /* order the non-temporal stores */
 }
 
 int ud_x86_collapse_views(int nv, const UD_Tensor* const* views, unsigned skip, int64_t* shape,
@@ -99,6 +99,15 @@ int ud_x86_collapse_views(int nv, const UD_Tensor* const* views, unsigned skip, 
 }
 
 void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const double* p) {
+  const int64_t total = ud_kit_numel(views[0]);
+  /* a few contiguous elements (eager tiny ops): one call of fn, no plan, tiles or pool */
+  int tiny = fn && total <= UD_TILE;
+  for (int v = 0; tiny && v < nv; v++) tiny = ud_kit_is_contiguous(views[v]);
+  if (tiny) {
+    fn(total, ud_x86_ptr(views[0]), ud_x86_ptr(views[1]), ud_x86_ptr(views[nv > 2 ? 2 : 1]),
+       ud_x86_ptr(views[nv > 3 ? 3 : 1]), (const double[3]){p ? p[0] : 0, 0, 0});
+    return;
+  }
   Plan P = {.fn = fn, .p = {p ? p[0] : 0}, .nv = nv};
   for (int v = 0; v < nv; v++) {
     P.base[v] = ud_x86_ptr(views[v]);
@@ -108,11 +117,8 @@ void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const 
   /* b of one value per run (inner stride 0, e.g. a broadcast scalar): the stamps of
    * ispc/elementwise.ispc read it once when p[1] = 2 (every tile fn of >= 2 inputs is one) */
   if (fn && nv >= 3 && P.strides[2][P.ndim - 1] == 0) P.p[1] = 2;
-  int64_t total = 1;
-  for (int k = 0; k < P.ndim; k++) total *= P.shape[k];
   if (total == 0) return;
-  P.stream = total * P.size[0] >= UD_X86_STREAM_BYTES && (uintptr_t)P.base[0] % P.size[0] == 0;
-  P.p[2] = P.stream;
+  P.p[2] = total * P.size[0] >= UD_X86_STREAM_BYTES && (uintptr_t)P.base[0] % P.size[0] == 0;
   ud_x86_parallel(total, UD_GRAIN, run_range, &P);
 }
 

@@ -14,8 +14,7 @@ static void (*const g_arange[UD_NDT])(int64_t, void*, int64_t, double, double) =
 /* value cast to dst's dtype, then copied into dst from a broadcast (stride 0) view of it */
 void ud_x86_fill_view(const UD_Tensor* dst, double value) {
   uint64_t one;
-  const double p[3] = {0, 0, 0};
-  g_cast[UD_F64][ud_x86_dt(dst->dtype)](1, &one, &value, NULL, NULL, p);
+  g_cast[UD_F64][ud_x86_dt(dst->dtype)](1, &one, &value, NULL, NULL, (const double[3]){0, 0, 0});
   const int64_t zeros[UD_KIT_MAX_DIMS] = {0};
   const UD_Tensor src = {(UD_Handle)(uintptr_t)&one, dst->device, dst->ndim, dst->dtype,
                          dst->shape, zeros, 0};

@@ -1,7 +1,5 @@
 """The unidev plugin for x86-64 CPUs: host memory, ISPC kernels, OpenBLAS and oneDNN."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -22,9 +20,8 @@ def _applicable() -> str | None:
     if machine not in ("x86_64", "AMD64"):
         return f"needs an x86-64 host (this is {machine})"
     try:  # the kernels' lowest ISPC target is AVX2; ISPC's dispatch aborts on older CPUs
-        with open("/proc/cpuinfo") as f:
-            if " avx2" not in f.read():
-                return "needs a CPU with AVX2"
+        if " avx2" not in Path("/proc/cpuinfo").read_text():
+            return "needs a CPU with AVX2"
     except OSError:
         pass
     return None

@@ -96,7 +96,7 @@ TF_OPS: tuple[TfOp, ...] = (
     TfOp("Fill", "fill", "copy", ALL, host=("dims",)),
     TfOp("Transpose", "transpose", "copy", ALL, host=("perm",)),
     TfOp("SparseSoftmaxCrossEntropyWithLogits", "sparse_xent", "log_softmax", F,
-         ("nll_loss", "nll_loss_backward", "exp", "add", "fill"), host=("labels",)),
+         ("nll_loss", "nll_loss_backward", "exp", "add", "fill")),
     TfOp("Conv2D", "conv2d", "conv2d", F, ("pad_constant",)),
     TfOp("Conv2DBackpropInput", "conv2d_bi", "conv2d_backward_input", F, ("copy",),
          host=("input_sizes",)),

@@ -22,6 +22,12 @@ struct UdtfBridge {
   const UD_Api* api;
   UD_KernelFn add[4];
   UD_KernelFn sub[4];
+  UD_KernelFn mul[4];
+  // The PluggableDevice's C kernel of TF op `tf_op` (nullptr if it has none), made from and run
+  // on TF's OpKernelConstruction / OpKernelContext (what the C API's handles point to).
+  void* (*create)(void* construction, const char* tf_op);
+  void (*compute)(void* kernel, void* context);
+  void (*destroy)(void* kernel);
 };
 
 // Exported by the variable-op library: registers its kernels for bridge->device_type.

@@ -55,11 +55,12 @@ int dindex(TF_DataType t) {
   return -1;
 }
 
-// A descriptor with its own shape/stride storage; get() fixes the pointers after copies.
+// A descriptor with its own shape/stride storage; get() fixes the pointers after copies. Only
+// the first t.ndim entries are ever set or read (not zero-filling them is a tenth of a tiny op).
 struct Desc {
   UD_Tensor t{};
-  int64_t shape[kMaxDims] = {};
-  int64_t strides[kMaxDims] = {};
+  int64_t shape[kMaxDims];
+  int64_t strides[kMaxDims];
   const UD_Tensor& get() {
     t.shape = shape;
     t.strides = strides;
@@ -181,6 +182,9 @@ struct Call {
   TF_DataType out_type() const { return TF_ExpectedOutputDataType(ctx, 0); }
   // A device-memory descriptor of input `i`; declared host-memory inputs are staged over.
   bool device_input(int i, Desc* d);
+  // Integer input `i` (`d` on the device) as host values: host memory is read in place, device
+  // memory copied back directly.
+  bool host_values(int i, const Desc& d, std::vector<int64_t>* v);
   // Host tensor `src` copied into device tensor `dst` of the same size, waited for.
   bool upload(TF_Tensor* dst, const TF_Tensor* src);
   bool run(int op, std::initializer_list<const Desc*> ins, std::initializer_list<const Desc*> outs,
@@ -252,8 +256,9 @@ bool broadcast_shape(Call& c, std::initializer_list<const Desc*> ds, std::vector
 
 bool Call::device_input(int i, Desc* d) {
   TF_Tensor* t = input(i);
-  // only declared arguments and Cast's int32 input live in host memory
-  bool host = t && (k->op->host[0] || k->op->handler == H_cast) &&
+  // only declared arguments and the int32 inputs of Cast and of a loss's labels are host memory
+  int h = k->op->handler;
+  bool host = t && (k->op->host[0] || h == H_cast || h == H_sparse_xent) &&
               TF_IsHostMemoryInput(ctx, i, st);
   TF_Tensor* dev = host ? temp(TF_TensorType(t), dims_of(t)) : t;
   if (!dev || (host && !upload(dev, t))) return false;
@@ -294,13 +299,28 @@ bool Call::run(int op, std::initializer_list<const Desc*> ins,
   return !err || udtf::check(err, st, std::string(k->op->tf) + " (unidev " + kOps[op].name + ")");
 }
 
-std::vector<int64_t> host_ints(const TF_Tensor* t) {
+std::vector<int64_t> host_ints(const TF_Tensor* t, const void* data = nullptr) {
   int64_t n = TF_TensorElementCount(t);
   std::vector<int64_t> v(n);
+  data = data ? data : TF_TensorData(t);
   for (int64_t i = 0; i < n; i++)
-    v[i] = TF_TensorType(t) == TF_INT64 ? static_cast<const int64_t*>(TF_TensorData(t))[i]
-                                        : static_cast<const int32_t*>(TF_TensorData(t))[i];
+    v[i] = TF_TensorType(t) == TF_INT64 ? static_cast<const int64_t*>(data)[i]
+                                        : static_cast<const int32_t*>(data)[i];
   return v;
+}
+
+bool Call::host_values(int i, const Desc& d, std::vector<int64_t>* v) {
+  TF_Tensor* t = input(i);
+  if (!t) return false;
+  if (TF_IsHostMemoryInput(ctx, i, st)) return *v = host_ints(t), ok();
+  std::vector<int64_t> raw(TF_TensorElementCount(t));  // room for int32 or int64 elements
+  const UD_Api* api = udtf::plugin().api;
+  if (!udtf::check(api->memcpy_d2h(sp->stream, raw.data(), d.t.handle, TF_TensorByteSize(t)), st,
+                   "memcpy_d2h") ||
+      !udtf::check(api->stream_synchronize(sp->stream), st, "memcpy_d2h"))
+    return false;
+  *v = host_ints(t, raw.data());
+  return true;
 }
 
 // ---- elementwise ------------------------------------------------------------------------------
@@ -617,9 +637,12 @@ void h_sparse_xent(Call& c) {
   if (!c.device_input(0, &x) || !c.device_input(1, &labels)) return;
   if (x.t.ndim != 2 || labels.t.ndim != 1 || labels.shape[0] != x.shape[0])
     return void(c.fail(TF_INVALID_ARGUMENT, "logits must be [batch, classes], labels [batch]"));
-  // Labels are host memory (see ops.py): checked here, a bad label fails this op, not a later
-  // synchronization.
-  for (int64_t v : host_ints(c.input(1)))
+  // Labels are checked here: a bad label fails this op, not a later synchronization. int64 labels
+  // live in device memory and are read back directly (TF's own copy to a host-memory argument
+  // goes through its EventMgr threads, ~100 us a step); int32 ones are in host memory.
+  std::vector<int64_t> host;
+  if (!c.host_values(1, labels, &host)) return;
+  for (int64_t v : host)
     if (v < 0 || v >= x.shape[1])
       return void(c.fail(TF_INVALID_ARGUMENT, "Received a label value of " + std::to_string(v) +
                                                   " which is outside the valid range of [0, " +
@@ -951,8 +974,17 @@ constexpr std::array<CreateFn, sizeof...(I)> creators(std::integer_sequence<int,
   return {create<I>...};
 }
 
+const auto kCreate = creators(std::make_integer_sequence<int, kNumTfOps>{});
+
+// For the variable-op library's fast kernels: this library's kernel of a TF op, by name.
+void* create_by_name(void* construction, const char* tf_op) {
+  for (int i = 0; i < kNumTfOps; i++)
+    if (std::strcmp(kTfOps[i].tf, tf_op) == 0)
+      return kCreate[i](static_cast<TF_OpKernelConstruction*>(construction));
+  return nullptr;
+}
+
 bool register_one(int i, int di, int dst, TF_Status* st) {
-  static const auto kCreate = creators(std::make_integer_sequence<int, kNumTfOps>{});
   const TfOpInfo& op = kTfOps[i];
   TF_KernelBuilder* b = TF_NewKernelBuilder(op.tf, UDTF_TYPE, kCreate[i], compute, destroy);
   TF_KernelBuilder_TypeConstraint(b, op.type_attr, kTfTypes[di], st);
@@ -971,11 +1003,17 @@ bool register_one(int i, int di, int dst, TF_Status* st) {
   return TF_GetCode(st) == TF_OK;
 }
 
-// The C++ variable-op library is tied to the TF version it was built with: load it only into
-// that version, else leave variable updates to TF (and say so).
+void compute_any(void* k, void* ctx) { compute(k, static_cast<TF_OpKernelContext*>(ctx)); }
+
+// The C++ variable-op library (also the same-shape AddV2/Sub/Mul) is tied to the TF version it
+// was built with: load it only into that version, else leave variable updates to TF (say so).
 void register_variable_ops(const UD_Api* api) {
-  static UdtfBridge bridge{sizeof(UdtfBridge), UDTF_TYPE, api, {}, {}};
-  for (int d = 0; d < 4; d++) bridge.add[d] = g_fn[OP_add][d], bridge.sub[d] = g_fn[OP_sub][d];
+  static UdtfBridge bridge{sizeof(UdtfBridge), UDTF_TYPE, api, {}, {}, {},
+                           create_by_name, compute_any, destroy};
+  for (int d = 0; d < 4; d++) {
+    bridge.add[d] = g_fn[OP_add][d], bridge.sub[d] = g_fn[OP_sub][d];
+    bridge.mul[d] = g_fn[OP_mul][d];
+  }
   auto version = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "TF_Version"));
   std::string why;
   if (version && std::strcmp(version(), UDTF_TF_VERSION) != 0) {

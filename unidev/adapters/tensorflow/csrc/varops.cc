@@ -1,10 +1,14 @@
 // varops.cc — device kernels for the resource-variable updates that TF's own kernels perform with
-// host code on the device buffer (AssignAdd/AssignSubVariableOp, ResourceApplyGradientDescent).
+// host code on the device buffer (AssignAdd/AssignSubVariableOp, ResourceApplyGradientDescent),
+// and same-shape AddV2/Sub/Mul without the C kernel API's per-tensor wrappers.
 // Built against TF's C++ headers (so tied to one TF version) and loaded by the PluggableDevice,
-// which passes the plugin's table and kernels. Each update writes a fresh buffer and swaps it
-// into the variable, like TF's copy-on-write, so no kernel ever writes one of its inputs.
+// which passes the plugin's table and kernels. Like TF's own updates, an update writes the
+// variable's buffer in place unless another tensor shares it (then a fresh buffer is swapped in).
+#include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "bridge.h"
 #include "tensorflow/c/kernels.h"
@@ -47,6 +51,17 @@ struct View {
   }
 };
 
+// A plugin error as the kernel's status; true if there was none.
+bool succeeded(OpKernelContext* ctx, const UdtfBridge* b, const std::string& name, UD_Error* e) {
+  if (!e) return true;
+  const UD_Api* api = b->api;
+  std::string msg = name + " on " + b->device_type + ": " + api->error_message(e);
+  bool oom = api->error_code(e) == UD_ERR_OUT_OF_MEMORY;
+  api->error_destroy(e);
+  ctx->SetStatus(oom ? errors::ResourceExhausted(msg) : errors::Internal(msg));
+  return false;
+}
+
 class VariableUpdate : public OpKernel {
  public:
   // sign: +1 AssignAdd, -1 AssignSub and ApplyGradientDescent (whose value input is 2, alpha 1)
@@ -80,23 +95,18 @@ class VariableUpdate : public OpKernel {
     UD_KernelFn fn = di < 0 ? nullptr : (sign_ > 0 ? bridge_->add[di] : bridge_->sub[di]);
     OP_REQUIRES(ctx, fn, errors::Unimplemented(name(), ": the plugin has no kernel for ",
                                                DataTypeString(cur->dtype())));
-    Tensor out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(cur->dtype(), cur->shape(), &out));
+    // In place when no reader shares the buffer, as TF's own updates do (an elementwise kernel
+    // may write its first input); a fresh buffer costs the step an allocation and the traffic.
+    const bool shared = var->copy_on_read_mode.load() || !cur->RefCountIsOne();
+    Tensor out = *cur;
+    if (shared) OP_REQUIRES_OK(ctx, ctx->allocate_temp(cur->dtype(), cur->shape(), &out));
     if (out.NumElements() == 0) return;
     View x(*cur, sp->device), y(value, sp->device), o(out, sp->device);
     UD_Attr attr{"alpha", UD_ATTR_FLOAT, {}};
     attr.value.f = alpha;
     UD_Tensor ins[2] = {x.t, y.t};
     UD_KernelArgs args{sizeof(UD_KernelArgs), sp->device, sp->stream, ins, 2, &o.t, 1, &attr, 1};
-    if (UD_Error* e = fn(&args)) {
-      const UD_Api* api = bridge_->api;
-      std::string msg = name() + " on " + bridge_->device_type + ": " + api->error_message(e);
-      bool oom = api->error_code(e) == UD_ERR_OUT_OF_MEMORY;
-      api->error_destroy(e);
-      ctx->SetStatus(oom ? errors::ResourceExhausted(msg) : errors::Internal(msg));
-      return;
-    }
-    *cur = out;
+    if (succeeded(ctx, bridge_, name(), fn(&args))) *cur = out;
   }
 
  private:
@@ -105,14 +115,57 @@ class VariableUpdate : public OpKernel {
   bool apply_;
 };
 
-struct Factory : kernel_factory::OpKernelFactory {
-  Factory(const UdtfBridge* b, int sign, bool apply) : b(b), sign(sign), apply(apply) {}
-  OpKernel* Create(OpKernelConstruction* c) override {
-    return new VariableUpdate(c, b, sign, apply);
+// AddV2, Sub and Mul of two operands of one shape, as C++ kernels: TF's C kernel API wraps every
+// input and output in a TF_Tensor, a third of a tiny eager op's kernel time. Other shapes
+// (broadcasts) go to the PluggableDevice's own C kernel of the op.
+class SameShape : public OpKernel {
+ public:
+  SameShape(OpKernelConstruction* c, const UdtfBridge* b, const UD_KernelFn* fns, bool alpha)
+      : OpKernel(c), bridge_(b), fns_(fns), alpha_(alpha),
+        general_(b->create(c, type_string().c_str())) {}
+  ~SameShape() override {
+    if (general_) bridge_->destroy(general_);
   }
-  const UdtfBridge* b;
-  int sign;
-  bool apply;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor &x = ctx->input(0), &y = ctx->input(1);
+    if (x.shape() != y.shape() || x.dims() > 16) {  // View holds 16 dims
+      OP_REQUIRES(ctx, general_, errors::Unimplemented(name(), ": no kernel for these shapes"));
+      return bridge_->compute(general_, ctx);
+    }
+    SP_Stream sp = stream_.load(std::memory_order_relaxed);
+    if (!sp) {
+      TF_Status* st = TF_NewStatus();
+      sp = TF_GetStream(reinterpret_cast<TF_OpKernelContext*>(ctx), st);
+      bool ok = TF_GetCode(st) == TF_OK;
+      TF_DeleteStatus(st);
+      OP_REQUIRES(ctx, ok, errors::Internal(name(), ": no device stream"));
+      stream_.store(sp, std::memory_order_relaxed);
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    if (out->NumElements() == 0) return;
+    View vx(x, sp->device), vy(y, sp->device), vo(*out, sp->device);
+    UD_Attr attr{"alpha", UD_ATTR_FLOAT, {}};
+    attr.value.f = 1.0;
+    UD_Tensor ins[2] = {vx.t, vy.t};
+    UD_KernelArgs args{sizeof(UD_KernelArgs), sp->device, sp->stream, ins, 2, &vo.t, 1, &attr,
+                       alpha_ ? 1 : 0};
+    succeeded(ctx, bridge_, name(), fns_[dtype_index(x.dtype())](&args));
+  }
+
+ private:
+  const UdtfBridge* bridge_;
+  const UD_KernelFn* fns_;
+  bool alpha_;
+  void* general_;
+  std::atomic<SP_Stream> stream_{nullptr};
+};
+
+struct Factory : kernel_factory::OpKernelFactory {
+  explicit Factory(std::function<OpKernel*(OpKernelConstruction*)> f) : make(std::move(f)) {}
+  OpKernel* Create(OpKernelConstruction* c) override { return make(c); }
+  std::function<OpKernel*(OpKernelConstruction*)> make;
 };
 
 }  // namespace
@@ -145,8 +198,30 @@ extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops
       b.HostMemory(op.apply ? "var" : "resource");
       if (op.apply) b.HostMemory("alpha");
       // The registrar keeps the definition and the factory for the life of the process.
+      auto make = [=](OpKernelConstruction* c) {
+        return new VariableUpdate(c, bridge, op.sign, op.apply);
+      };
       kernel_factory::OpKernelRegistrar reg(b.Build(), "UnidevVariableUpdate",
-                                            std::make_unique<Factory>(bridge, op.sign, op.apply));
+                                            std::make_unique<Factory>(make));
+      n++;
+    }
+  // Above the C kernels of these ops (priority 0), which they fall back on for other shapes.
+  const struct {
+    const char* name;
+    const UD_KernelFn* fns;
+    bool alpha;
+  } same_shape[] = {{"AddV2", bridge->add, true}, {"Sub", bridge->sub, true},
+                    {"Mul", bridge->mul, false}};
+  for (const auto& op : same_shape)
+    for (int d = 0; d < 2 && bridge->create; d++) {
+      if (!op.fns[d]) continue;
+      KernelDefBuilder b(op.name);
+      b.Device(bridge->device_type).TypeConstraint("T", types[d]).Priority(1);
+      auto make = [=](OpKernelConstruction* c) {
+        return new SameShape(c, bridge, op.fns, op.alpha);
+      };
+      kernel_factory::OpKernelRegistrar reg(b.Build(), "UnidevSameShape",
+                                            std::make_unique<Factory>(make));
       n++;
     }
   return n;
