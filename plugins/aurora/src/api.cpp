@@ -1,20 +1,18 @@
 // api.cpp — the UD_Api table on vesim: devices, memory, streams, kernel lookup.
-#include <mutex>
-
 #include "aurora.h"
 
 namespace aurora {
 
 namespace {
 
-std::once_flag g_once;
 VESIMresult g_init = VESIM_ERROR_NOT_INITIALIZED;
 std::string g_init_detail;
 int g_devices = 0;
 
-// vesim is started on first use: one OMP-mode context (all cores, one stream) per device.
+// vesim is started on first use: one OMP-mode context (all cores, one stream) per device. A
+// function-local static, not std::call_once: every launch asks, and its check is one load.
 VESIMresult ensure_init() {
-  std::call_once(g_once, [] {
+  static const VESIMresult result = [] {
     g_init = vesimInit();
     if (g_init == VESIM_SUCCESS) g_init = vesimDeviceGetCount(&g_devices);
     for (int d = 0; g_init == VESIM_SUCCESS && d < g_devices; d++) {
@@ -22,8 +20,9 @@ VESIMresult ensure_init() {
       g_init = vesimCtxCreate(&ctx, VESIM_CONTEXT_MODE_OMP, d);
     }
     if (g_init != VESIM_SUCCESS) g_init_detail = vesimGetLastErrorDetail();
-  });
-  return g_init;
+    return g_init;
+  }();
+  return result;
 }
 
 UD_Error* init_error() {

@@ -85,6 +85,7 @@ struct Call {
   std::vector<Attr> attrs;
   Body body = nullptr;
   std::vector<int64_t> iparams;  // values the host half derived for the device half
+  Call* next = nullptr;          // in the list of finished calls
 };
 
 // Host-side checker: the first failure wins and names the op and the argument.

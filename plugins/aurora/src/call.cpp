@@ -1,4 +1,5 @@
 // call.cpp — the kernel registry, host-side argument checks and the launch of a Call on vesim.
+#include <atomic>
 #include <cstdarg>
 #include <cstring>
 #include <map>
@@ -39,34 +40,36 @@ VESIMresult trampoline(VESIMkernel_ctx* k, void* args) {
   return c->body(k, *c);
 }
 
-// never destroyed: stream workers may still free calls while the process exits
-std::mutex& pool_mu = *new std::mutex;
+// Finished calls come back from the stream workers on a lock-free stack, which launching
+// threads take whole into their pool: the two sides never wait for each other on a lock.
+std::atomic<Call*> returned{nullptr};
+std::mutex& pool_mu = *new std::mutex;  // never destroyed: workers may run while the process exits
 std::vector<Call*>& pool = *new std::vector<Call*>;
+
+// "input 3", "output 0": built once, not per call
+const std::vector<std::string>& tensor_names = *new std::vector<std::string>([] {
+  std::vector<std::string> v;
+  for (int j = 0; j < 128; j++) v.push_back((j & 1 ? "input " : "output ") + std::to_string(j / 2));
+  return v;
+}());
 
 }  // namespace
 
 UD_DType dtype_from_name(const std::string& n, bool* ok) {
-  static const std::map<std::string, UD_DType> names = {
-      {"float32", DType<float>::ud}, {"float64", DType<double>::ud},
-      {"int32", DType<int32_t>::ud}, {"int64", DType<int64_t>::ud}, {"bool", DType<Bool>::ud}};
-  auto it = names.find(n);
-  *ok = it != names.end();
-  return *ok ? it->second : UD_DType{};
+  const UD_DType all[] = {DType<float>::ud, DType<double>::ud, DType<int32_t>::ud,
+                          DType<int64_t>::ud, DType<Bool>::ud};
+  for (UD_DType d : all)
+    if ((*ok = n == ud_kit_dtype_name(d))) return d;
+  return UD_DType{};
 }
 
 const char* tensor_name(bool input, int i) {
-  static const auto names = [] {
-    std::vector<std::string> v;
-    for (int j = 0; j < 128; j++) v.push_back((j & 1 ? "input " : "output ") + std::to_string(j / 2));
-    return v;
-  }();
-  return i < 64 ? names[2 * i + input].c_str() : input ? "input (64th or later)" : "output";
+  return i < 64 ? tensor_names[2 * i + input].c_str() : input ? "input (64th or later)" : "output";
 }
 
-void free_call(Call* c) {
-  std::lock_guard<std::mutex> lock(pool_mu);
-  if (pool.size() < 1024) pool.push_back(c);  // launches may run far ahead of the device
-  else delete c;
+void free_call(Call* c) {  // no more calls live than vesim queues (or the host is launching)
+  c->next = returned.load(std::memory_order_relaxed);
+  while (!returned.compare_exchange_weak(c->next, c, std::memory_order_release)) {}
 }
 
 void register_kernel(const char* op, UD_DType dtype, UD_KernelFn fn) {
@@ -206,6 +209,8 @@ bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
 
 Call* make_call(const UD_KernelArgs* a, const char* op, Body body, IParams iparams) {
   std::unique_lock<std::mutex> lock(pool_mu);
+  if (pool.empty())
+    for (Call* r = returned.exchange(nullptr); r; r = r->next) pool.push_back(r);
   Call* c = pool.empty() ? new Call() : pool.back();
   if (!pool.empty()) pool.pop_back();
   lock.unlock();

@@ -2,6 +2,7 @@
 // kernel launches with crash containment, latency model, statistics and profiler.
 #include "vesim.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,7 +16,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -97,10 +97,12 @@ struct Alloc {
   uint64_t size = 0;
 };
 
+// The host counts calls, the stream workers count kernels: on separate cache lines, so that a
+// launch does not wait for the line the worker just wrote.
 struct Stats {
-  std::atomic<uint64_t> api_calls{0}, kernels{0}, kernel_errors{0}, copies_htod{0},
-      copies_dtoh{0}, copies_dtod{0}, packed{0}, bytes_htod{0}, bytes_dtoh{0}, bytes_dtod{0},
-      allocs{0}, frees{0};
+  std::atomic<uint64_t> api_calls{0}, copies_htod{0}, copies_dtoh{0}, copies_dtod{0}, packed{0},
+      bytes_htod{0}, bytes_dtoh{0}, bytes_dtod{0}, allocs{0}, frees{0};
+  alignas(64) std::atomic<uint64_t> kernels{0}, kernel_errors{0};
 };
 
 // A parallel region. Shared with the helpers, so that one that wakes up after the region is
@@ -170,20 +172,40 @@ struct VESIMkernel_ctx {
   std::vector<void*> scratch;
 };
 
+// A stream's tasks wait in a ring: host threads (serialized by `mu`) fill slot queued % kRing
+// and publish `queued`; the worker takes the slots in order without a lock and publishes
+// `finished`. Each side writes its own cache lines, and the locks and condition variables of
+// `wake_mu` are only for the slow paths (a sleeping worker, a waiting host, errors): on a host
+// with few cores a launch costs what it writes, not the lines it would take from the worker.
+constexpr uint64_t kRing = 1024;
+
 struct VESIMstream_st {
   Device* dev;
   Context* ctx;
   int cores;
   std::mutex mu;
-  std::condition_variable cv_work, cv_idle;
-  std::deque<Task> queue;
-  std::atomic<uint64_t> queued{0}, finished{0};  // tasks ever enqueued / completed
-  bool busy = false;
-  bool sleeping = false;  // the worker waits on cv_work (enqueue must notify)
-  bool stop = false;
+  uint64_t space_until = 0;  // under mu: queued may grow to this without a look at `finished`
+  std::vector<Task> ring = std::vector<Task>(kRing);
+  alignas(64) std::atomic<uint64_t> queued{0};    // tasks ever enqueued
+  alignas(64) std::atomic<uint64_t> finished{0};  // tasks ever completed
+  alignas(64) std::mutex wake_mu;
+  std::condition_variable cv_work, cv_done;
+  std::atomic<bool> sleeping{false};  // the worker waits on cv_work: a launch must notify
+  std::atomic<int> waiters{0};        // host threads wait on cv_done: the worker must notify
+  bool stop = false;                  // the fields below are under wake_mu
   VESIMresult error = VESIM_SUCCESS;
   std::string error_message;
   std::thread worker;
+  // The worker's last resolved allocations, valid while the device's free_gen stays: a kernel
+  // resolves every tensor, and the table's lock and look-up cost as much as a small kernel.
+  struct Resolved {
+    uint32_t index = 0;
+    char* base = nullptr;
+    uint64_t size = 0;
+  };
+  alignas(64) Resolved resolved[4];
+  uint64_t resolved_gen = 0;
+  unsigned resolved_next = 0;
 };
 
 struct VESIMcontext_st {
@@ -203,6 +225,7 @@ struct Device {
   std::unordered_map<uint32_t, Alloc> allocs;
   uint32_t next_index = 1;
   uint64_t used = 0, peak = 0;
+  std::atomic<uint64_t> free_gen{0};  // moves (under mu) whenever an allocation is released
   Stats stats;
   Pool pool;
   VESIMcontext ctx = nullptr;
@@ -239,19 +262,24 @@ Device* device_of(int device) {
   return g_devices[size_t(device)];
 }
 
-// Every launch validates its stream; a thread remembers the last stream it found live, valid
-// until any stream is removed (g_stream_epoch moves, under g_mu, whenever one is).
-std::atomic<uint64_t> g_stream_epoch{0};
-thread_local VESIMstream tl_live_stream = nullptr;
-thread_local uint64_t tl_live_epoch = 0;
+// Every launch validates its stream: first in a lock-free copy of the first live streams,
+// rebuilt under g_mu whenever a stream comes or goes (streams_changed), then in g_streams.
+constexpr int kFastStreams = 32;
+std::atomic<VESIMstream> g_fast_streams[kFastStreams];
+std::atomic<int> g_fast_count{0};
+
+void streams_changed() {
+  int n = 0;
+  for (auto it = g_streams.begin(); it != g_streams.end() && n < kFastStreams; ++it, n++)
+    g_fast_streams[n].store(*it, std::memory_order_relaxed);
+  g_fast_count.store(initialized() ? n : 0, std::memory_order_release);
+}
 
 bool stream_valid(VESIMstream s) {
-  uint64_t epoch = g_stream_epoch.load(std::memory_order_acquire);
-  if (s && s == tl_live_stream && epoch == tl_live_epoch) return true;
+  for (int i = 0, n = g_fast_count.load(std::memory_order_acquire); i < n; i++)
+    if (s && g_fast_streams[i].load(std::memory_order_relaxed) == s) return true;
   std::lock_guard<std::mutex> lock(g_mu);
-  bool live = initialized() && g_streams.count(s) > 0;
-  if (live) tl_live_stream = s, tl_live_epoch = epoch;
-  return live;
+  return initialized() && g_streams.count(s) > 0;
 }
 
 VESIMresult record_error(VESIMkernel_ctx* k, VESIMresult code, const std::string& msg) {
@@ -277,7 +305,9 @@ uint64_t call_latency() { return g_latency.load() ? 6000 : 0; }
 VESIMresult run_guarded(VESIMkernel_ctx* k, const std::function<VESIMresult(VESIMkernel_ctx*)>& fn) {
   sigjmp_buf jb;
   sigjmp_buf* volatile prev = tl_jmp;
-  if (sigsetjmp(jb, 1)) {
+  // the mask is not saved (a syscall per kernel): on_fault runs with SA_NODEFER and an empty
+  // sa_mask, so jumping out of it leaves the thread's mask as it was
+  if (sigsetjmp(jb, 0)) {
     tl_jmp = prev;
     char msg[128];
     snprintf(msg, sizeof msg, "device code crashed with signal %d (%s)", int(tl_signal),
@@ -302,28 +332,46 @@ void report(VESIMstream s, const Task& t, uint64_t t0, uint64_t t1, VESIMresult 
   fn(&rec, user);
 }
 
-void worker_main(VESIMstream s) {
-  std::unique_lock<std::mutex> lock(s->mu);
-  for (;;) {
-    if (s->queue.empty() && !s->stop) {
-      lock.unlock();
-      uint64_t seen = s->finished.load();
-      spin_for([&] { return s->queued.load(std::memory_order_acquire) != seen; });
-      lock.lock();
-      s->sleeping = true;
-      s->cv_work.wait(lock, [&] { return s->stop || !s->queue.empty(); });
-      s->sleeping = false;
-    }
-    if (s->queue.empty()) return;
-    Task t = std::move(s->queue.front());
-    s->queue.pop_front();
-    s->busy = true;
-    VESIMresult pending = s->error;
-    lock.unlock();
+// Waits until `target` tasks of the stream have completed: polls a while, then sleeps.
+void wait_finished(VESIMstream s, uint64_t target) {
+  auto reached = [&] { return s->finished.load() >= target; };
+  if (spin_for(reached)) return;
+  s->waiters++;  // seq_cst, like the worker's store of `finished`: one of us sees the other
+  std::unique_lock<std::mutex> lock(s->wake_mu);
+  s->cv_done.wait(lock, reached);
+  s->waiters--;
+}
 
-    uint64_t t0 = now_ns();
+void worker_main(VESIMstream s) {
+  // Someone (Python's faulthandler, a debugger) may replace the fault handlers after vesim
+  // installed them: they are checked again after the worker slept and every 1024 kernels, not
+  // per kernel (four sigaction calls cost as much as a small kernel).
+  bool slept = true;
+  unsigned unchecked = 0;
+  for (uint64_t next = 0;; next++) {  // `next` == finished
+    auto arrived = [&] { return s->queued.load() != next; };
+    if (!arrived() && !spin_for(arrived)) {
+      std::unique_lock<std::mutex> lock(s->wake_mu);
+      s->sleeping = true;  // seq_cst, like enqueue's store of `queued`: one of us sees the other
+      slept = slept || !arrived();
+      s->cv_work.wait(lock, [&] { return s->stop || arrived(); });
+      s->sleeping = false;
+      if (!arrived()) return;  // stopped with nothing left to do
+    }
+    Task t = std::move(s->ring[next % kRing]);
+    VESIMresult pending = VESIM_SUCCESS;
+    if (t.kind == VESIM_PROF_CALLBACK) {
+      std::lock_guard<std::mutex> lock(s->wake_mu);
+      pending = s->error;
+    }
+
+    const bool timed = t.latency_ns || g_prof_fn.load(std::memory_order_relaxed);
+    uint64_t t0 = timed ? now_ns() : 0;
     if (t.latency_ns) spin_until(t0 + t.latency_ns);
-    if (t.kind == VESIM_PROF_KERNEL) install_fault_handlers();  // someone may have replaced them
+    if (t.kind == VESIM_PROF_KERNEL && (slept || ++unchecked == 1024)) {
+      install_fault_handlers();
+      slept = false, unchecked = 0;
+    }
     VESIMkernel_ctx k{s->dev, s, s->cores};
     if (t.kind == VESIM_PROF_CALLBACK) k.error = pending;  // the callback's status argument
     VESIMresult r = t.kernel ? run_guarded(&k, [&](VESIMkernel_ctx* c) { return t.kernel(c, t.args); })
@@ -336,18 +384,22 @@ void worker_main(VESIMstream s) {
       s->dev->stats.kernels++;
       if (r != VESIM_SUCCESS) s->dev->stats.kernel_errors++;
     }
-    report(s, t, t0, now_ns(), r);
+    if (timed) report(s, t, t0, now_ns(), r);
 
-    lock.lock();
-    if (r != VESIM_SUCCESS && s->error == VESIM_SUCCESS) {
-      s->error = k.error;
-      std::string name = t.name ? t.name : "task";
-      bool named = k.message.compare(0, name.size() + 1, name + ":") == 0;
-      s->error_message = named ? k.message : name + ": " + k.message;
+    if (r != VESIM_SUCCESS) {
+      std::lock_guard<std::mutex> lock(s->wake_mu);
+      if (s->error == VESIM_SUCCESS) {
+        s->error = k.error;
+        std::string name = t.name ? t.name : "task";
+        bool named = k.message.compare(0, name.size() + 1, name + ":") == 0;
+        s->error_message = named ? k.message : name + ": " + k.message;
+      }
     }
-    s->busy = false;
-    s->finished.fetch_add(1, std::memory_order_release);
-    if (s->queue.empty()) s->cv_idle.notify_all();
+    s->finished = next + 1;
+    if (s->waiters.load()) {
+      std::lock_guard<std::mutex> lock(s->wake_mu);
+      s->cv_done.notify_all();
+    }
   }
 }
 
@@ -355,9 +407,17 @@ VESIMresult enqueue(VESIMstream s, Task&& t) {
   if (!stream_valid(s)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
   s->dev->stats.api_calls++;
   std::lock_guard<std::mutex> lock(s->mu);
-  s->queue.push_back(std::move(t));
-  s->queued.fetch_add(1, std::memory_order_release);
-  if (s->sleeping) s->cv_work.notify_one();
+  uint64_t q = s->queued.load(std::memory_order_relaxed);
+  if (q == s->space_until) {  // the ring may be full: launches ran kRing tasks ahead
+    if (q + 1 > kRing) wait_finished(s, q + 1 - kRing);
+    s->space_until = s->finished.load() + kRing;
+  }
+  s->ring[q % kRing] = std::move(t);
+  s->queued = q + 1;
+  if (s->sleeping.load()) {
+    std::lock_guard<std::mutex> wake(s->wake_mu);
+    s->cv_work.notify_one();
+  }
   return VESIM_SUCCESS;
 }
 
@@ -368,14 +428,13 @@ VESIMstream stream_new(Context* ctx, int cores) {
   s->cores = cores;
   s->worker = std::thread(worker_main, s);
   g_streams.insert(s);
+  streams_changed();
   return s;
 }
 
 VESIMresult stream_wait(VESIMstream s, bool take_error) {
-  uint64_t target = s->queued.load(std::memory_order_acquire);
-  spin_for([&] { return s->finished.load(std::memory_order_acquire) >= target; });
-  std::unique_lock<std::mutex> lock(s->mu);
-  s->cv_idle.wait(lock, [&] { return s->queue.empty() && !s->busy; });
+  wait_finished(s, s->queued.load());
+  std::lock_guard<std::mutex> lock(s->wake_mu);
   VESIMresult r = s->error;
   if (r != VESIM_SUCCESS) {
     tl_detail = s->error_message;
@@ -392,7 +451,7 @@ VESIMresult stream_wait(VESIMstream s, bool take_error) {
 void stream_finish(VESIMstream s) {
   stream_wait(s, true);
   {
-    std::lock_guard<std::mutex> lock(s->mu);
+    std::lock_guard<std::mutex> lock(s->wake_mu);
     s->stop = true;
     s->cv_work.notify_all();
   }
@@ -406,7 +465,7 @@ void run_chunk(Job* job, int64_t c) {
   int64_t b = c * job->chunk, e = std::min(job->n, b + job->chunk);
   sigjmp_buf jb;
   sigjmp_buf* volatile prev = tl_jmp;
-  if (sigsetjmp(jb, 1)) {
+  if (sigsetjmp(jb, 0)) {
     tl_jmp = prev;
     job->crashed = int(tl_signal);
     return;
@@ -463,15 +522,34 @@ VESIMresult resolve(VESIMkernel_ctx* k, VESIMdeviceptr p, uint64_t bytes, const 
              (unsigned long long)p, d->id);
     return record_error(k, VESIM_ERROR_UNKNOWN_VPTR, m);
   }
-  std::lock_guard<std::mutex> lock(d->mu);
-  auto it = d->allocs.find(VESIM_PTR_INDEX(p));
-  if (it == d->allocs.end() || !it->second.backed) {
-    char m[160];
-    snprintf(m, sizeof m, "%s: pointer 0x%llx (allocation %u) is not allocated (freed, or never "
-             "allocated on this stream's timeline)", what, (unsigned long long)p, VESIM_PTR_INDEX(p));
-    return record_error(k, VESIM_ERROR_UNKNOWN_VPTR, m);
+  // the stream's cache serves its worker only (a kernel's parallel helpers go to the table)
+  VESIMstream s = k->stream;
+  const bool on_worker = pthread_equal(pthread_self(), s->worker.native_handle());
+  const uint32_t index = VESIM_PTR_INDEX(p);
+  VESIMstream_st::Resolved* hit = nullptr;
+  if (on_worker) {
+    uint64_t gen = d->free_gen.load(std::memory_order_acquire);
+    if (gen != s->resolved_gen) {
+      for (auto& r : s->resolved) r.index = 0;
+      s->resolved_gen = gen;
+    }
+    for (auto& r : s->resolved)
+      if (r.index == index) hit = &r;
   }
-  uint64_t off = VESIM_PTR_OFFSET(p), size = it->second.size;
+  VESIMstream_st::Resolved found;
+  if (!hit) {
+    std::lock_guard<std::mutex> lock(d->mu);
+    auto it = d->allocs.find(index);
+    if (it == d->allocs.end() || !it->second.backed) {
+      char m[160];
+      snprintf(m, sizeof m, "%s: pointer 0x%llx (allocation %u) is not allocated (freed, or never "
+               "allocated on this stream's timeline)", what, (unsigned long long)p, index);
+      return record_error(k, VESIM_ERROR_UNKNOWN_VPTR, m);
+    }
+    found = {index, static_cast<char*>(it->second.base), it->second.size};
+    hit = on_worker ? &(s->resolved[s->resolved_next++ % 4] = found) : &found;
+  }
+  uint64_t off = VESIM_PTR_OFFSET(p), size = hit->size;
   if (off > size || bytes > size - off) {
     char m[200];
     snprintf(m, sizeof m, "%s: access of %llu bytes at offset %llu of allocation %u leaves its %llu "
@@ -479,7 +557,7 @@ VESIMresult resolve(VESIMkernel_ctx* k, VESIMdeviceptr p, uint64_t bytes, const 
              (unsigned long long)size);
     return record_error(k, VESIM_ERROR_OUT_OF_BOUNDS, m);
   }
-  *addr = it->second.base ? static_cast<char*>(it->second.base) + off : empty_target;
+  *addr = hit->base ? hit->base + off : empty_target;
   return VESIM_SUCCESS;
 }
 
@@ -590,7 +668,7 @@ VESIMresult vesimExit(void) {
     if (--g_refcount > 0) return VESIM_SUCCESS;
     streams.assign(g_streams.begin(), g_streams.end());
     g_streams.clear();
-    g_stream_epoch++;
+    streams_changed();
     devices.swap(g_devices);
   }
   for (VESIMstream s : streams) stream_finish(s);
@@ -689,7 +767,7 @@ VESIMresult vesimCtxDestroy(VESIMcontext ctx) {
       if (s->ctx != ctx) continue;
       streams.push_back(s);
       g_streams.erase(s);
-      g_stream_epoch++;
+      streams_changed();
     }
     d->ctx = nullptr;
   }
@@ -754,7 +832,7 @@ VESIMresult vesimStreamDestroy(VESIMstream stream) {
       if (s == stream) return fail(VESIM_ERROR_INVALID_STREAM, "a context's own streams are "
                                    "destroyed with the context");
     g_streams.erase(stream);
-    g_stream_epoch++;
+    streams_changed();
   }
   stream_finish(stream);
   return VESIM_SUCCESS;
@@ -766,8 +844,7 @@ VESIMresult vesimStreamQuery(VESIMstream stream) {
   // for) is given a few microseconds to finish
   uint64_t target = stream->queued.load(std::memory_order_acquire);
   spin_for([&] { return stream->finished.load(std::memory_order_acquire) >= target; }, 5000);
-  std::lock_guard<std::mutex> lock(stream->mu);
-  return stream->queue.empty() && !stream->busy ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
+  return stream->finished.load() == stream->queued.load() ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
 }
 
 VESIMresult vesimStreamSynchronize(VESIMstream stream) {
@@ -883,6 +960,7 @@ VESIMresult vesimMemFreeAsync(VESIMdeviceptr ptr, VESIMstream stream) {
     else free(it->second.base);
     d->used -= it->second.size;
     d->allocs.erase(it);
+    d->free_gen++;
     return VESIM_SUCCESS;
   };
   return enqueue(stream, std::move(t));
