@@ -113,14 +113,17 @@ void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx) {
     fn(ctx, 0, n);
     return;
   }
+  /* The claim counter moves to the new job before its fields change: a worker still in the
+   * previous job (its claims used up) could otherwise claim a chunk of this job with the old
+   * job's counter, run it twice and overcount `done`, which the caller then waits on forever. */
+  const uint64_t job = g_pool.jobs + 1;
+  __atomic_store_n(&g_pool.claim, (job & 0xffffffffu) << 32, __ATOMIC_SEQ_CST);
   int64_t chunk = (n + UD_CHUNKS * threads - 1) / (UD_CHUNKS * threads);
   g_pool.chunk = chunk = chunk < grain ? grain : chunk;
   g_pool.fn = fn;
   g_pool.ctx = ctx;
   g_pool.n = n;
   __atomic_store_n(&g_pool.done, 0, __ATOMIC_SEQ_CST);
-  const uint64_t job = g_pool.jobs + 1;
-  __atomic_store_n(&g_pool.claim, (job & 0xffffffffu) << 32, __ATOMIC_SEQ_CST);
   bump(&g_pool.jobs, 1);
   t_in_task = 1;
   const uint64_t ran = work(job);
