@@ -52,14 +52,16 @@ struct RegisterTypes {
 // ---- calls ----------------------------------------------------------------------------------------
 
 // A tensor descriptor copied for the device (the caller's arrays may be gone when it runs).
-struct Tensor {
+// Line-aligned, with what the device reads and writes first (and up to 4 dims' shape) in one
+// cache line: the worker's misses on what the launching thread just wrote set a small op's cost.
+struct alignas(64) Tensor {
   UD_Handle handle = 0;
+  char* data = nullptr;  // element [0, ...], set on the device side by resolve_all
+  uint64_t offset = 0;
   int32_t ndim = -1;
   UD_DType dtype{};
   int64_t shape[kMaxDims] = {};
   int64_t strides[kMaxDims] = {};
-  uint64_t offset = 0;
-  char* data = nullptr;  // element [0, ...], set on the device side by resolve_all
 
   bool present() const { return ndim >= 0; }
   int64_t numel() const;
@@ -79,11 +81,11 @@ struct Attr {
 struct Call;
 using Body = VESIMresult (*)(VESIMkernel_ctx* k, Call& c);
 
-struct Call {
+struct alignas(64) Call {  // what the device reads first in one cache line, as for Tensor
   const char* op = "";
+  Body body = nullptr;
   std::vector<Tensor> in, out;
   std::vector<Attr> attrs;
-  Body body = nullptr;
   std::vector<int64_t> iparams;  // values the host half derived for the device half
   Call* next = nullptr;          // in the list of finished calls
 };

@@ -150,15 +150,16 @@ bool spin_for(F&& ready, uint64_t ns = kSpinNs) {
 struct Device;
 struct Context;
 
-struct Task {
+// A kernel launch with small arguments carries them inline: no allocation per launch. What
+// the worker reads of such a launch (and up to 16 bytes of arguments) is in the first cache line.
+struct alignas(64) Task {
   VESIMprof_kind kind;
   const char* name = nullptr;
   uint64_t bytes = 0;
   uint64_t latency_ns = 0;
-  std::function<VESIMresult(VESIMkernel_ctx*)> run;
-  // a kernel launch with small arguments carries them inline: no allocation per launch
   VESIMkernel kernel = nullptr;
   alignas(16) char args[64];
+  std::function<VESIMresult(VESIMkernel_ctx*)> run;
 };
 
 }  // namespace
@@ -358,7 +359,7 @@ void worker_main(VESIMstream s) {
       s->sleeping = false;
       if (!arrived()) return;  // stopped with nothing left to do
     }
-    Task t = std::move(s->ring[next % kRing]);
+    Task& t = s->ring[next % kRing];  // run in place: a kernel's slot is read, not written
     VESIMresult pending = VESIM_SUCCESS;
     if (t.kind == VESIM_PROF_CALLBACK) {
       std::lock_guard<std::mutex> lock(s->wake_mu);
@@ -395,6 +396,7 @@ void worker_main(VESIMstream s) {
         s->error_message = named ? k.message : name + ": " + k.message;
       }
     }
+    if (!t.kernel) t.run = nullptr;  // its captures go now, not when the slot is reused
     s->finished = next + 1;
     if (s->waiters.load()) {
       std::lock_guard<std::mutex> lock(s->wake_mu);

@@ -6,7 +6,8 @@
  *   - vesimInit/vesimExit; devices (VESIM_DEVICES, default 1), each with 8 cores and
  *     VESIM_MEMORY bytes (default 48 GiB, host memory used only as it is touched)
  *   - one context per device: OMP mode (one stream using every core) or SCALAR mode (a stream
- *     per core); streams are in-order FIFO queues, each served by its own worker thread
+ *     per core); streams are in-order FIFO queues, each served by its own worker thread; a
+ *     call that enqueues waits while 1024 tasks of its stream are still unfinished
  *   - virtual device pointers (VESIMdeviceptr) in VEDA's layout:
  *         bits 63..59 device | bits 58..37 allocation index | bits 36..0 byte offset
  *     They are not host addresses. Index 0 is never valid. Only the device side (a stream
@@ -108,7 +109,8 @@ VESIMresult vesimStreamSynchronize(VESIMstream stream);
 VESIMresult vesimStreamGetDevice(VESIMstream stream, int* device);
 typedef void (*VESIMstream_callback)(VESIMstream stream, VESIMresult status, void* user);
 /* Runs `fn` on the stream's worker when the stream reaches it; `status` is the stream's pending
- * error (SUCCESS if none). The callback must not synchronize its own stream. */
+ * error (SUCCESS if none). The callback must not synchronize its own stream nor enqueue onto it
+ * (with its queue full it would wait for itself). */
 VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user);
 
 /* ---- memory ---- */

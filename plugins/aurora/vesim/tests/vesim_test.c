@@ -2,6 +2,7 @@
  *
  * Run with no argument for every test, or with a test name. Exit status 0 when all pass. Set
  * VESIM_DEVICES=2 for the multi-device test (it skips otherwise). */
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -361,6 +362,52 @@ static void test_streams(void) {
   CHECK(vesimStreamSynchronize((VESIMstream)(uintptr_t)0x1234) == VESIM_ERROR_INVALID_STREAM);
 }
 
+/* Several host threads launch onto one stream while a slow first kernel makes the queue run
+ * thousands of tasks ahead (past the stream's ring, so launches wait for room): every kernel
+ * runs once, and each thread's kernels run in the order it launched them. */
+enum { kProducers = 4, kPerProducer = 3000 };
+static int seq_last[kProducers];
+static atomic_int seq_ran, seq_out_of_order;
+typedef struct {
+  int producer, seq;
+} SeqArgs;
+static VESIMresult k_seq(VESIMkernel_ctx* k, void* p) {
+  (void)k;
+  SeqArgs* a = (SeqArgs*)p;
+  if (seq_last[a->producer] != a->seq - 1) atomic_fetch_add(&seq_out_of_order, 1);
+  seq_last[a->producer] = a->seq;
+  atomic_fetch_add(&seq_ran, 1);
+  return VESIM_SUCCESS;
+}
+static void* producer(void* arg) {
+  VESIMstream s = stream0();
+  for (int i = 0; i < kPerProducer; i++) {
+    SeqArgs a = {(int)(intptr_t)arg, i};
+    if (vesimLaunchKernel(k_seq, s, &a, sizeof a) != VESIM_SUCCESS) return (void*)1;
+  }
+  return NULL;
+}
+static void test_many_producers(void) {
+  VESIMstream s = stream0();
+  unsigned us = 20000;
+  OK(vesimLaunchKernel(k_sleep, s, &us, sizeof us));
+  for (int i = 0; i < kProducers; i++) seq_last[i] = -1;
+  pthread_t t[kProducers];
+  for (int i = 0; i < kProducers; i++)
+    CHECK(pthread_create(&t[i], NULL, producer, (void*)(intptr_t)i) == 0);
+  int failed = 0;
+  for (int i = 0; i < kProducers; i++) {
+    void* r;
+    pthread_join(t[i], &r);
+    failed += r != NULL;
+  }
+  CHECK(failed == 0);
+  OK(vesimStreamSynchronize(s));
+  OK(vesimStreamQuery(s));
+  CHECK(atomic_load(&seq_ran) == kProducers * kPerProducer);
+  CHECK(atomic_load(&seq_out_of_order) == 0);
+}
+
 static atomic_int prof_kernels, prof_copies;
 static void profiler(const VESIMprof_record* r, void* user) {
   (void)user;
@@ -467,6 +514,7 @@ static const Test kTests[] = {
     {"kernels", test_kernels},
     {"crashes", test_crashes},
     {"streams", test_streams},
+    {"many_producers", test_many_producers},
     {"stats_and_profiler", test_stats_and_profiler},
     {"latency_model", test_latency_model},
     {"two_devices", test_two_devices},
