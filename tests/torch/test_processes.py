@@ -150,7 +150,7 @@ def test_no_device_is_quiet_but_listed():
         print(torch._C._get_privateuse1_backend_name())
         from unidev.adapters.torch import status
         print("\\n".join(status.summary()))
-    """, UNIDEV_PLUGINS="no_plugin_by_this_name")
+    """, UNIDEV_PLUGINS="no_plugin_by_this_name", UNIDEV_TORCH_DEVICE="")
     assert r.returncode == 0, r.stderr
     assert "unidev" not in r.stderr  # nothing is broken: no warning at import torch
     assert r.stdout.startswith("privateuseone") and "no usable unidev plugin" in r.stdout
