@@ -130,23 +130,24 @@ static inline UD_Error* ud_kit_check_tensor(const char* op, const char* arg, con
     int64_t n = ud_kit_numel(t);
     if (n != 0) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has a null handle", op, arg);
   }
+  /* overflow builtins, not divisions: this runs for every tensor of every call */
   const int64_t limit = INT64_MAX / 16;
-  int64_t last = 0, numel = 1;
+  int64_t last = 0, numel = 1, span;
   for (int i = 0; i < t->ndim; i++) {
+    const int64_t n = t->shape[i], s = t->strides[i];
+    if (n < 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' shape[%d] = %lld, expected >= 0", op,
+                          arg, i, (long long)n);
+    if (s < 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' strides[%d] = %lld, expected >= 0",
+                          op, arg, i, (long long)s);
     /* the element count must fit too: strides of 0 keep the extent small for any shape */
-    if (t->shape[i] > 0 && numel > limit / t->shape[i])
+    if (__builtin_mul_overflow(numel, n, &numel) || numel > limit)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has more than 2^59 elements", op,
                           arg);
-    if (t->shape[i] >= 0) numel *= t->shape[i];
-    if (t->shape[i] < 0)
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' shape[%d] = %lld, expected >= 0", op,
-                          arg, i, (long long)t->shape[i]);
-    if (t->strides[i] < 0)
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' strides[%d] = %lld, expected >= 0",
-                          op, arg, i, (long long)t->strides[i]);
-    if (t->shape[i] > 0 && t->strides[i] > 0 && t->shape[i] - 1 > (limit - last) / t->strides[i])
+    if (n > 0 && (__builtin_mul_overflow(n - 1, s, &span) ||
+                  __builtin_add_overflow(last, span, &last) || last > limit))
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' extent overflows (dim %d)", op, arg, i);
-    if (t->shape[i] > 0) last += (t->shape[i] - 1) * t->strides[i];
   }
   return NULL;
 }
