@@ -89,7 +89,8 @@ def test_qemu_conformance() -> None:
     done = subprocess.run([str(HERE / "scripts" / "qemu-conformance")], capture_output=True,
                           text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    report = json.loads((HERE / "build" / "qemu" / "report" / "report.json").read_text())
+    report = json.loads((HERE.parents[1] / "build" / "arm64-qemu" / "report" / "report.json")
+                        .read_text())
     assert report["versions"]["platform"] == "Linux aarch64"
     matrix = report["matrix"]
     from unidev.core import opset
