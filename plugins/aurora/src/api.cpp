@@ -9,12 +9,19 @@ VESIMresult g_init = VESIM_ERROR_NOT_INITIALIZED;
 std::string g_init_detail;
 int g_devices = 0;
 
-// vesim is started on first use: one OMP-mode context (all cores, one stream) per device. A
-// function-local static, not std::call_once: every launch asks, and its check is one load.
-VESIMresult ensure_init() {
-  static const VESIMresult result = [] {
+// vesim is started on first use. Counting devices needs only its device table; the contexts (one
+// OMP-mode context per device: all cores, one stream and its worker thread, fault handlers) come
+// with the first other call, so a process that lists aurora but binds another plugin runs no
+// vesim threads. Function-local statics, not std::call_once: every launch asks, the check is a load.
+VESIMresult ensure_init(bool contexts = true) {
+  static const VESIMresult counted = [] {
     g_init = vesimInit();
     if (g_init == VESIM_SUCCESS) g_init = vesimDeviceGetCount(&g_devices);
+    if (g_init != VESIM_SUCCESS) g_init_detail = vesimGetLastErrorDetail();
+    return g_init;
+  }();
+  if (!contexts || counted != VESIM_SUCCESS) return counted;
+  static const VESIMresult result = [] {
     for (int d = 0; g_init == VESIM_SUCCESS && d < g_devices; d++) {
       VESIMcontext ctx;
       g_init = vesimCtxCreate(&ctx, VESIM_CONTEXT_MODE_OMP, d);
@@ -46,7 +53,7 @@ namespace {
 UD_Error* device_count(int32_t* count, const char** reason) {
   if (!count) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "device_count: count is NULL");
   if (reason) *reason = nullptr;
-  if (ensure_init() != VESIM_SUCCESS) {
+  if (ensure_init(false) != VESIM_SUCCESS) {
     *count = 0;
     if (reason) *reason = "vesim failed to start";
     return nullptr;
@@ -84,6 +91,14 @@ UD_Error* device_synchronize(int32_t device) {
   return from_vesim(vesimCtxSynchronize(ctx), "device_synchronize: work on a stream failed");
 }
 
+// Runs `enqueue` on the stream (the device's default one for NULL) and reports its result.
+template <class F>
+UD_Error* on_stream(UD_Stream stream, int32_t device, const char* what, F enqueue) {
+  VESIMstream s;
+  if (UD_Error* e = stream_of(stream, device, &s)) return e;
+  return from_vesim(enqueue(s), what);
+}
+
 UD_Error* mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
   if (UD_Error* e = check_device(device)) return e;
   if (!handle) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: handle is NULL");
@@ -98,44 +113,38 @@ UD_Error* mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* 
 
 UD_Error* mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
   if (UD_Error* e = check_device(device)) return e;
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, device, &s)) return e;
-  return from_vesim(vesimMemFreeAsync(handle, s), "mem_free");
+  return on_stream(stream, device, "mem_free",
+                   [&](VESIMstream s) { return vesimMemFreeAsync(handle, s); });
 }
 
 UD_Error* memcpy_h2d(UD_Stream stream, UD_Handle dst, const void* src, uint64_t size) {
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
-  return from_vesim(vesimMemcpyHtoDAsync(dst, src, size, s), "memcpy_h2d");
+  return on_stream(stream, VESIM_PTR_DEVICE(dst), "memcpy_h2d",
+                   [&](VESIMstream s) { return vesimMemcpyHtoDAsync(dst, src, size, s); });
 }
 
 UD_Error* memcpy_d2h(UD_Stream stream, void* dst, UD_Handle src, uint64_t size) {
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(src), &s)) return e;
-  return from_vesim(vesimMemcpyDtoHAsync(dst, src, size, s), "memcpy_d2h");
+  return on_stream(stream, VESIM_PTR_DEVICE(src), "memcpy_d2h",
+                   [&](VESIMstream s) { return vesimMemcpyDtoHAsync(dst, src, size, s); });
 }
 
 UD_Error* memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size) {
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
-  return from_vesim(vesimMemcpyDtoDAsync(dst, src, size, s), "memcpy_d2d");
+  return on_stream(stream, VESIM_PTR_DEVICE(dst), "memcpy_d2d",
+                   [&](VESIMstream s) { return vesimMemcpyDtoDAsync(dst, src, size, s); });
 }
 
 UD_Error* mem_set(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                   uint64_t count) {
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, VESIM_PTR_DEVICE(dst), &s)) return e;
-  VESIMresult r;
-  switch (elem_size) {
-    case 1: r = vesimMemsetD8Async(dst, uint8_t(pattern), count, s); break;
-    case 2: r = vesimMemsetD16Async(dst, uint16_t(pattern), count, s); break;
-    case 4: r = vesimMemsetD32Async(dst, uint32_t(pattern), count, s); break;
-    case 8: r = vesimMemsetD64Async(dst, pattern, count, s); break;
-    default:
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8",
-                          elem_size);
-  }
-  return from_vesim(r, "memset");
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8",
+                        elem_size);
+  return on_stream(stream, VESIM_PTR_DEVICE(dst), "memset", [&](VESIMstream s) {
+    switch (elem_size) {
+      case 1: return vesimMemsetD8Async(dst, uint8_t(pattern), count, s);
+      case 2: return vesimMemsetD16Async(dst, uint16_t(pattern), count, s);
+      case 4: return vesimMemsetD32Async(dst, uint32_t(pattern), count, s);
+      default: return vesimMemsetD64Async(dst, pattern, count, s);
+    }
+  });
 }
 
 UD_Error* stream_create(int32_t device, UD_Stream* stream) {
@@ -159,9 +168,8 @@ UD_Error* stream_destroy(UD_Stream stream) {
 
 UD_Error* stream_synchronize(UD_Stream stream) {
   if (UD_Error* e = init_error()) return e;
-  VESIMstream s;
-  if (UD_Error* e = stream_of(stream, 0, &s)) return e;
-  return from_vesim(vesimStreamSynchronize(s), "stream_synchronize: work on the stream failed");
+  return on_stream(stream, 0, "stream_synchronize: work on the stream failed",
+                   vesimStreamSynchronize);
 }
 
 UD_Error* stream_query(UD_Stream stream, int32_t* done) {
@@ -170,12 +178,8 @@ UD_Error* stream_query(UD_Stream stream, int32_t* done) {
   VESIMstream s;
   if (UD_Error* e = stream_of(stream, 0, &s)) return e;
   VESIMresult r = vesimStreamQuery(s);
-  if (r == VESIM_ERROR_NOT_READY) {
-    *done = 0;
-    return nullptr;
-  }
-  *done = 1;
-  return from_vesim(r, "stream_query");
+  *done = r != VESIM_ERROR_NOT_READY;
+  return *done ? from_vesim(r, "stream_query") : nullptr;
 }
 
 UD_Error* kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {

@@ -657,7 +657,7 @@ VESIMresult vesimInit(void) {
     d->memory = mem;
     g_devices.push_back(d);
   }
-  install_fault_handlers();
+  // fault handlers come with the first context: a process that only counts devices keeps its own
   return VESIM_SUCCESS;
 }
 
@@ -729,6 +729,7 @@ VESIMresult vesimCtxCreate(VESIMcontext* ctx, VESIMcontext_mode mode, int device
   if (mode != VESIM_CONTEXT_MODE_OMP && mode != VESIM_CONTEXT_MODE_SCALAR)
     return fail(VESIM_ERROR_INVALID_VALUE, "unknown context mode %d", int(mode));
   if (d->ctx) return fail(VESIM_ERROR_CONTEXT_EXISTS, "device %d already has a context", device);
+  install_fault_handlers();
   auto* c = new Context();
   c->dev = d;
   c->mode = mode;
