@@ -60,8 +60,7 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const bool one = double(m) * n * k < 262144.0;
-  const int nt = omp_in_parallel() || one ? 1 : omp_get_max_threads();
+  const int nt = omp_in_parallel() || double(m) * n * k < 262144.0 ? 1 : omp_get_max_threads();
   if (nt <= 1) return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   const bool split_n = n >= m;
   const int64_t dim = split_n ? n : m, chunk = ((dim + nt - 1) / nt + 15) / 16 * 16;
