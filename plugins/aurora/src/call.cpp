@@ -22,20 +22,70 @@ std::map<Key, UD_KernelFn>& registry() {
 
 uint32_t dtype_key(UD_DType d) { return uint32_t(d.code) << 24 | uint32_t(d.bits) << 16 | d.lanes; }
 
-// Device half of every kernel: resolve the tensors through vesim, then run the body.
+// Inputs a kernel also writes (the op set's `mutated` inputs): bit i for input i.
+uint32_t mutated_inputs(const char* op) {
+  return op[0] == 'b' && !strcmp(op, "batch_norm") ? 1u << 3 | 1u << 4 : 0;  // running stats
+}
+
+// True when the view's elements cover every byte of its extent (a permuted contiguous layout):
+// only such a write lifts the poison of memory that failed work was to write (vesim.h).
+bool tiles(const Tensor& t) {
+  if (t.contiguous()) return true;
+  int64_t st[kMaxDims], n[kMaxDims];
+  int m = 0;
+  for (int d = 0; d < t.ndim; d++)
+    if (t.shape[d] > 1) st[m] = t.strides[d], n[m++] = t.shape[d];
+  for (int i = 1; i < m; i++)
+    for (int j = i; j > 0 && st[j] < st[j - 1]; j--) std::swap(st[j], st[j - 1]), std::swap(n[j], n[j - 1]);
+  int64_t expect = 1;
+  for (int i = 0; i < m; i++) {
+    if (st[i] != expect) return false;
+    expect *= n[i];
+  }
+  return true;
+}
+
+// Resolves one tensor (its byte_offset folded into the pointer, so that only its extent counts
+// for bounds and poison). `out`: written, declared to vesim before anything can fail; `dense`
+// the write may lift poison (an output; not an updated input, which is read as well).
+VESIMresult resolve_tensor(VESIMkernel_ctx* k, Tensor& t, const char* what, bool out,
+                           bool dense = true) {
+  int64_t last = 0;
+  for (int d = 0; d < t.ndim; d++) last += (t.shape[d] - 1) * t.strides[d];
+  const uint64_t bytes = uint64_t(last + 1) * uint64_t(t.itemsize());
+  constexpr uint64_t kMaxOffset = (uint64_t(1) << VESIM_PTR_OFFSET_BITS) - 1;
+  if (t.offset > kMaxOffset - VESIM_PTR_OFFSET(t.handle))  // would carry into the index bits
+    return vesimDevFail(k, VESIM_ERROR_OUT_OF_BOUNDS, "%s: byte_offset %llu leaves any allocation",
+                        what, (unsigned long long)t.offset);
+  void* base;  // vesim prefixes the kernel's name (the op) to the message
+  VESIMresult r = out ? vesimDevResolveOut(k, t.handle + t.offset, bytes, dense && tiles(t), what, &base)
+                      : vesimDevResolve(k, t.handle + t.offset, bytes, what, &base);
+  if (r == VESIM_SUCCESS) t.data = static_cast<char*>(base);
+  return r;
+}
+
+// Device half of every kernel: resolve the tensors through vesim, then run the body. Outputs
+// (and inputs the op updates) are declared first, so that whatever fails poisons all of them.
 VESIMresult trampoline(VESIMkernel_ctx* k, void* args) {
   std::unique_ptr<Call, void (*)(Call*)> c(*static_cast<Call**>(args), free_call);
-  for (size_t i = 0; i < c->in.size() + c->out.size(); i++) {
-    bool in = i < c->in.size();
-    Tensor& t = in ? c->in[i] : c->out[i - c->in.size()];
+  VESIMresult first = VESIM_SUCCESS;
+  for (size_t i = 0; i < c->out.size(); i++) {
+    Tensor& t = c->out[i];
     if (!t.present() || t.numel() == 0) continue;
-    int64_t last = 0;
-    for (int d = 0; d < t.ndim; d++) last += (t.shape[d] - 1) * t.strides[d];
-    uint64_t bytes = t.offset + uint64_t(last + 1) * uint64_t(t.itemsize());
-    void* base;  // vesim prefixes the kernel's name (the op) to the message
-    const char* what = tensor_name(in, int(in ? i : i - c->in.size()));
-    if (VESIMresult r = vesimDevResolve(k, t.handle, bytes, what, &base)) return r;
-    t.data = static_cast<char*>(base) + t.offset;
+    VESIMresult r = resolve_tensor(k, t, tensor_name(false, int(i)), true);
+    if (!first) first = r;
+  }
+  if (uint32_t mutated = mutated_inputs(c->op))
+    for (size_t i = 0; i < c->in.size() && i < 32; i++)
+      if (mutated >> i & 1 && c->in[i].present() && c->in[i].numel()) {
+        VESIMresult r = resolve_tensor(k, c->in[i], tensor_name(true, int(i)), true, false);
+        if (!first) first = r;
+      }
+  if (first) return first;
+  for (size_t i = 0; i < c->in.size(); i++) {
+    Tensor& t = c->in[i];
+    if (!t.present() || t.numel() == 0) continue;
+    if (VESIMresult r = resolve_tensor(k, t, tensor_name(true, int(i)), false)) return r;
   }
   return c->body(k, *c);
 }

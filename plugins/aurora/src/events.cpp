@@ -1,10 +1,13 @@
 // events.cpp — an event is a counter of records and a counter of markers the streams reached.
 // event_record enqueues a marker callback; stream_wait_event enqueues a callback that blocks
-// the waiting stream's worker until the marker recorded before the call has run.
+// the waiting stream's worker until the marker recorded before the call has run. A marker keeps
+// the recording stream's pending error: event_synchronize returns it and takes it from the
+// stream (vesimStreamClearError), so that stream_synchronize does not report it a second time.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "aurora.h"
 
@@ -16,6 +19,9 @@ struct UD_EventImpl {
     uint64_t reached = 0;    // markers the stream has run
     uint64_t time_ns = 0;    // when the last marker ran
     VESIMresult status = VESIM_SUCCESS;  // the stream's pending error at the last marker
+    std::string message;                 // its details, its id and stream (to take it)
+    uint64_t error_id = 0;
+    VESIMstream stream = nullptr;
   };
   int32_t device;
   std::shared_ptr<State> state = std::make_shared<State>();
@@ -36,13 +42,18 @@ uint64_t now_ns() {
                       .count());
 }
 
-void on_marker(VESIMstream, VESIMresult status, void* user) {
+void on_marker(VESIMstream stream, VESIMresult status, void* user) {
   std::unique_ptr<Marker> m(static_cast<Marker*>(user));
   std::lock_guard<std::mutex> lock(m->state->mu);
   if (m->seq > m->state->reached) {
     m->state->reached = m->seq;
     m->state->time_ns = now_ns();
     m->state->status = status;
+    if (status != VESIM_SUCCESS) {  // the details of the pending error, as vesim hands them over
+      m->state->message = vesimGetLastErrorDetail();
+      m->state->error_id = vesimGetLastErrorId();
+      m->state->stream = stream;
+    }
   }
   m->state->cv.notify_all();
 }
@@ -100,11 +111,15 @@ UD_Error* event_synchronize(UD_Event event) {
   std::unique_lock<std::mutex> lock(st.mu);
   uint64_t target = st.recorded;
   st.cv.wait(lock, [&] { return st.reached >= target; });
-  if (st.status != VESIM_SUCCESS)
-    return ud_kit_error(code_of(st.status), "event_synchronize: work recorded before the event "
-                        "failed (%s); stream_synchronize reports the details",
-                        vesimGetErrorName(st.status));
-  return nullptr;
+  if (st.status == VESIM_SUCCESS) return nullptr;
+  const VESIMresult status = st.status;
+  const std::string message = st.message;
+  VESIMstream stream = st.stream;
+  const uint64_t id = st.error_id;
+  lock.unlock();
+  vesimStreamClearError(stream, id);  // INVALID_STREAM once the stream is gone: nothing to take
+  return ud_kit_error(code_of(status), "aurora event_synchronize: work enqueued before the event "
+                      "failed: %s (%s)", message.c_str(), vesimGetErrorName(status));
 }
 
 UD_Error* event_elapsed(UD_Event start, UD_Event end, double* milliseconds) {

@@ -9,7 +9,8 @@ import pytest
 
 TESTS = ["errors_named", "device_info", "contexts", "scalar_mode", "pointer_layout",
          "copies_roundtrip", "bounds", "free_errors", "out_of_memory", "packed", "kernels",
-         "crashes", "streams", "many_producers", "stats_and_profiler", "latency_model",
+         "crashes", "streams", "many_producers", "stream_errors", "poison",
+         "two_threads_two_streams", "stats_and_profiler", "latency_model",
          "not_initialized"]
 
 

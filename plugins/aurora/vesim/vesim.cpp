@@ -35,6 +35,7 @@ constexpr uint64_t kMaxOffset = (UINT64_C(1) << VESIM_PTR_OFFSET_BITS) - 1;
 constexpr uint64_t kMmapThreshold = 1u << 20;
 
 thread_local std::string tl_detail;
+thread_local uint64_t tl_error_id = 0;  // the stream error tl_detail describes (0: none)
 thread_local sigjmp_buf* tl_jmp = nullptr;
 thread_local volatile sig_atomic_t tl_signal = 0;
 
@@ -46,6 +47,7 @@ VESIMresult fail(VESIMresult code, const char* fmt, ...) {
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   tl_detail = buf;
+  tl_error_id = 0;
   return code;
 }
 
@@ -88,6 +90,14 @@ void install_fault_handlers() {
 
 // ---- devices, allocations ------------------------------------------------------------------
 
+// Bytes [lo, hi) of an allocation that failed work was to write: reading them is an error
+// (`message` names the failed task and what went wrong) until a write without gaps covers them.
+struct Poison {
+  uint64_t lo, hi;
+  VESIMresult code;
+  std::shared_ptr<const std::string> message;
+};
+
 // RESERVED: the host handed out the pointer, the device has not allocated yet; LIVE: backed;
 // FREEING: the host asked for the free, the device has not reached it (still usable until then).
 struct Alloc {
@@ -95,6 +105,7 @@ struct Alloc {
   bool backed = false;
   void* base = nullptr;
   uint64_t size = 0;
+  std::vector<Poison> poison;  // disjoint ranges
 };
 
 // The host counts calls, the stream workers count kernels: on separate cache lines, so that a
@@ -165,12 +176,32 @@ struct alignas(64) Task {
 }  // namespace
 
 struct VESIMkernel_ctx {
+  // A range the task writes (vesimDevResolveOut): poisoned if the task fails, cleared of poison
+  // if it succeeds and writes every byte of it (`dense`).
+  struct Write {
+    VESIMdeviceptr ptr;
+    uint64_t bytes;
+    bool dense;
+  };
+  static constexpr int kInlineWrites = 6;
+
+  VESIMkernel_ctx(Device* d, VESIMstream s, int c) : dev(d), stream(s), cores(c) {}
   Device* dev;
   VESIMstream stream;
   int cores;
   VESIMresult error = VESIM_SUCCESS;
   std::string message;
   std::vector<void*> scratch;
+  int nwrites = 0;
+  Write writes[kInlineWrites];  // the first ones; the rest in more_writes (no allocation per task)
+  std::vector<Write> more_writes;
+
+  void add_write(VESIMdeviceptr p, uint64_t bytes, bool dense) {
+    if (nwrites < kInlineWrites) writes[nwrites] = {p, bytes, dense};
+    else more_writes.push_back({p, bytes, dense});
+    nwrites++;
+  }
+  const Write& write(int i) const { return i < kInlineWrites ? writes[i] : more_writes[size_t(i - kInlineWrites)]; }
 };
 
 // A stream's tasks wait in a ring: host threads (serialized by `mu`) fill slot queued % kRing
@@ -194,7 +225,8 @@ struct VESIMstream_st {
   std::atomic<bool> sleeping{false};  // the worker waits on cv_work: a launch must notify
   std::atomic<int> waiters{0};        // host threads wait on cv_done: the worker must notify
   bool stop = false;                  // the fields below are under wake_mu
-  VESIMresult error = VESIM_SUCCESS;
+  VESIMresult error = VESIM_SUCCESS;  // the first failure since it was last taken
+  uint64_t error_id = 0;              // unique across streams, for vesimStreamClearError
   std::string error_message;
   std::thread worker;
   // The worker's last resolved allocations, valid while the device's free_gen stays: a kernel
@@ -227,6 +259,9 @@ struct Device {
   uint32_t next_index = 1;
   uint64_t used = 0, peak = 0;
   std::atomic<uint64_t> free_gen{0};  // moves (under mu) whenever an allocation is released
+  // Poisoned ranges in all allocations (changed under mu): while 0, reads skip the poison check,
+  // so the look-up costs only failed work and what follows it.
+  std::atomic<uint64_t> poisoned{0};
   Stats stats;
   Pool pool;
   VESIMcontext ctx = nullptr;
@@ -237,6 +272,7 @@ int g_refcount = 0;
 std::vector<Device*> g_devices;
 std::set<VESIMstream> g_streams;
 std::atomic<int> g_latency{0};
+std::atomic<uint64_t> g_error_ids{0};
 std::mutex g_prof_mu;
 std::atomic<VESIMprofiler_callback> g_prof_fn{nullptr};
 void* g_prof_user = nullptr;
@@ -289,6 +325,55 @@ VESIMresult record_error(VESIMkernel_ctx* k, VESIMresult code, const std::string
     k->message = msg;
   }
   return code;
+}
+
+// Removes [lo, hi) from the allocation's poisoned ranges (d->mu held).
+void poison_cut(Device* d, Alloc& a, uint64_t lo, uint64_t hi) {
+  std::vector<Poison> kept;
+  for (const Poison& p : a.poison) {
+    if (p.hi <= lo || p.lo >= hi) {
+      kept.push_back(p);
+      continue;
+    }
+    if (p.lo < lo) kept.push_back({p.lo, lo, p.code, p.message});
+    if (p.hi > hi) kept.push_back({hi, p.hi, p.code, p.message});
+  }
+  d->poisoned += kept.size();
+  d->poisoned -= a.poison.size();
+  a.poison.swap(kept);
+}
+
+// Drops the poison of an allocation being released (d->mu held).
+void poison_drop(Device* d, Alloc& a) {
+  d->poisoned -= a.poison.size();
+  a.poison.clear();
+}
+
+// After a task: a failure poisons every range it was to write; a success lifts the poison of the
+// ranges it wrote without gaps. Only failures and writes into poisoned memory take the lock.
+void settle_writes(const VESIMkernel_ctx& k, VESIMresult r,
+                   const std::shared_ptr<const std::string>& message) {
+  Device* d = k.dev;
+  if (!k.nwrites || (r == VESIM_SUCCESS && d->poisoned.load(std::memory_order_acquire) == 0))
+    return;
+  std::lock_guard<std::mutex> lock(d->mu);
+  for (int i = 0; i < k.nwrites; i++) {
+    const VESIMkernel_ctx::Write& w = k.write(i);
+    if (VESIM_PTR_DEVICE(w.ptr) != d->id) continue;
+    auto it = d->allocs.find(VESIM_PTR_INDEX(w.ptr));
+    if (it == d->allocs.end()) continue;
+    Alloc& a = it->second;
+    uint64_t lo = VESIM_PTR_OFFSET(w.ptr);
+    if (lo >= a.size || w.bytes == 0) continue;
+    uint64_t hi = w.bytes > a.size - lo ? a.size : lo + w.bytes;  // what lies inside it
+    if (r == VESIM_SUCCESS) {
+      if (w.dense && !a.poison.empty()) poison_cut(d, a, lo, hi);
+      continue;
+    }
+    if (!a.poison.empty()) poison_cut(d, a, lo, hi);
+    a.poison.push_back({lo, hi, k.error, message});
+    d->poisoned++;
+  }
 }
 
 void spin_until(uint64_t deadline) {
@@ -361,9 +446,11 @@ void worker_main(VESIMstream s) {
     }
     Task& t = s->ring[next % kRing];  // run in place: a kernel's slot is read, not written
     VESIMresult pending = VESIM_SUCCESS;
-    if (t.kind == VESIM_PROF_CALLBACK) {
+    if (t.kind == VESIM_PROF_CALLBACK) {  // the callback reads the pending error's details here
       std::lock_guard<std::mutex> lock(s->wake_mu);
       pending = s->error;
+      tl_detail = pending ? s->error_message : std::string();
+      tl_error_id = pending ? s->error_id : 0;
     }
 
     const bool timed = t.latency_ns || g_prof_fn.load(std::memory_order_relaxed);
@@ -388,13 +475,18 @@ void worker_main(VESIMstream s) {
     if (timed) report(s, t, t0, now_ns(), r);
 
     if (r != VESIM_SUCCESS) {
+      std::string name = t.name ? t.name : "task";
+      bool named = k.message.compare(0, name.size() + 1, name + ":") == 0;
+      auto message = std::make_shared<const std::string>(named ? k.message : name + ": " + k.message);
+      settle_writes(k, r, message);
       std::lock_guard<std::mutex> lock(s->wake_mu);
       if (s->error == VESIM_SUCCESS) {
         s->error = k.error;
-        std::string name = t.name ? t.name : "task";
-        bool named = k.message.compare(0, name.size() + 1, name + ":") == 0;
-        s->error_message = named ? k.message : name + ": " + k.message;
+        s->error_id = ++g_error_ids;
+        s->error_message = *message;
       }
+    } else if (k.nwrites) {
+      settle_writes(k, r, nullptr);
     }
     if (!t.kernel) t.run = nullptr;  // its captures go now, not when the slot is reused
     s->finished = next + 1;
@@ -440,8 +532,10 @@ VESIMresult stream_wait(VESIMstream s, bool take_error) {
   VESIMresult r = s->error;
   if (r != VESIM_SUCCESS) {
     tl_detail = s->error_message;
+    tl_error_id = s->error_id;
     if (take_error) {
       s->error = VESIM_SUCCESS;
+      s->error_id = 0;
       s->error_message.clear();
     }
   }
@@ -513,11 +607,16 @@ VESIMresult memcheck(VESIMdeviceptr p, Device** dev) {
   return VESIM_SUCCESS;
 }
 
+// READ: fails on a poisoned byte, with the poisoning failure's code and message; WRITE: records
+// a write without gaps (settle_writes), and no poison check; DECLARED: the write was recorded.
+enum Access { READ, WRITE, DECLARED };
+
 // Device side: resolve under the allocation table's lock.
 VESIMresult resolve(VESIMkernel_ctx* k, VESIMdeviceptr p, uint64_t bytes, const char* what,
-                    void** addr) {
+                    void** addr, Access access = READ) {
   static char empty_target[64];
   Device* d = k->dev;
+  if (access == WRITE) k->add_write(p, bytes, true);
   if (VESIM_PTR_DEVICE(p) != d->id || VESIM_PTR_INDEX(p) == 0) {
     char m[160];
     snprintf(m, sizeof m, "%s: pointer 0x%llx is not an allocation of device %d", what,
@@ -559,6 +658,19 @@ VESIMresult resolve(VESIMkernel_ctx* k, VESIMdeviceptr p, uint64_t bytes, const 
              (unsigned long long)size);
     return record_error(k, VESIM_ERROR_OUT_OF_BOUNDS, m);
   }
+  if (access == READ && bytes && d->poisoned.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(d->mu);
+    auto it = d->allocs.find(index);
+    if (it != d->allocs.end())
+      for (const Poison& q : it->second.poison) {
+        if (q.hi <= off || q.lo >= off + bytes) continue;
+        char m[200];
+        snprintf(m, sizeof m, "%s: bytes [%llu, %llu) of allocation %u hold what failed work was "
+                 "to write: ", what, (unsigned long long)std::max(q.lo, off),
+                 (unsigned long long)std::min(q.hi, off + bytes), index);
+        return record_error(k, q.code, m + *q.message);
+      }
+  }
   *addr = hit->base ? hit->base + off : empty_target;
   return VESIM_SUCCESS;
 }
@@ -571,7 +683,8 @@ VESIMresult memset_async(VESIMdeviceptr dst, uint64_t value, int width, size_t c
   Task t{VESIM_PROF_MEMSET, "memset", count * size_t(width), call_latency(), {}};
   t.run = [=](VESIMkernel_ctx* k) {
     void* p;
-    if (VESIMresult r = resolve(k, dst, uint64_t(count) * uint64_t(width), "memset", &p)) return r;
+    if (VESIMresult r = resolve(k, dst, uint64_t(count) * uint64_t(width), "memset", &p, WRITE))
+      return r;
     switch (width) {
       case 1: memset(p, int(value & 0xff), count); break;
       case 2: std::fill_n(static_cast<uint16_t*>(p), count, uint16_t(value)); break;
@@ -640,6 +753,8 @@ const char* vesimGetErrorString(VESIMresult r) {
 }
 
 const char* vesimGetLastErrorDetail(void) { return tl_detail.c_str(); }
+
+uint64_t vesimGetLastErrorId(void) { return tl_error_id; }
 
 VESIMresult vesimInit(void) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -804,16 +919,21 @@ VESIMresult vesimCtxSynchronize(VESIMcontext ctx) {
     for (VESIMstream s : g_streams)
       if (s->ctx == ctx) all.push_back(s);
   }
+  // every stream's pending failure is taken: all of them are reported, in one error
   VESIMresult first = VESIM_SUCCESS;
   std::string detail;
+  int more = 0;
   for (VESIMstream s : all) {
     VESIMresult r = stream_wait(s, true);
-    if (r && !first) {
+    if (!r) continue;
+    if (!first) {
       first = r;
       detail = tl_detail;
+    } else {
+      detail += (more++ ? "; " : "; and on other streams: ") + tl_detail;
     }
   }
-  if (first) tl_detail = detail;
+  if (first) tl_detail = detail, tl_error_id = 0;
   return first;
 }
 
@@ -853,6 +973,17 @@ VESIMresult vesimStreamQuery(VESIMstream stream) {
 VESIMresult vesimStreamSynchronize(VESIMstream stream) {
   if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
   return stream_wait(stream, true);
+}
+
+VESIMresult vesimStreamClearError(VESIMstream stream, uint64_t id) {
+  if (!stream_valid(stream)) return fail(VESIM_ERROR_INVALID_STREAM, "not a live vesim stream");
+  std::lock_guard<std::mutex> lock(stream->wake_mu);
+  if (id && stream->error_id == id) {
+    stream->error = VESIM_SUCCESS;
+    stream->error_id = 0;
+    stream->error_message.clear();
+  }
+  return VESIM_SUCCESS;
 }
 
 VESIMresult vesimStreamGetDevice(VESIMstream stream, int* device) {
@@ -962,6 +1093,7 @@ VESIMresult vesimMemFreeAsync(VESIMdeviceptr ptr, VESIMstream stream) {
     if (it->second.size >= kMmapThreshold) munmap(it->second.base, it->second.size);
     else free(it->second.base);
     d->used -= it->second.size;
+    poison_drop(d, it->second);
     d->allocs.erase(it);
     d->free_gen++;
     return VESIM_SUCCESS;
@@ -1007,7 +1139,7 @@ VESIMresult vesimMemcpyHtoDAsync(VESIMdeviceptr dst, const void* src, size_t siz
   Task t{VESIM_PROF_MEMCPY_HTOD, "memcpy_htod", size, copy_latency(size), {}};
   t.run = [=](VESIMkernel_ctx* k) {
     void* p;
-    if (VESIMresult r = resolve(k, dst, size, "memcpy HtoD destination", &p)) return r;
+    if (VESIMresult r = resolve(k, dst, size, "memcpy HtoD destination", &p, WRITE)) return r;
     if (size) memcpy(p, src, size);
     return VESIM_SUCCESS;
   };
@@ -1044,7 +1176,7 @@ VESIMresult vesimMemcpyDtoDAsync(VESIMdeviceptr dst, VESIMdeviceptr src, size_t 
   Task t{VESIM_PROF_MEMCPY_DTOD, "memcpy_dtod", size, call_latency(), {}};
   t.run = [=](VESIMkernel_ctx* k) {
     void *p, *q;
-    if (VESIMresult r = resolve(k, dst, size, "memcpy DtoD destination", &p)) return r;
+    if (VESIMresult r = resolve(k, dst, size, "memcpy DtoD destination", &p, WRITE)) return r;
     if (VESIMresult r = resolve(k, src, size, "memcpy DtoD source", &q)) return r;
     if (size) memmove(p, q, size);
     return VESIM_SUCCESS;
@@ -1120,10 +1252,14 @@ VESIMresult vesimMemcpyPackedAsync(const VESIMpacked_copy* copies, size_t count,
   s->dev->stats.packed++;
   Task t{VESIM_PROF_PACKED, "memcpy_packed", total, copy_latency(total), {}};
   t.run = [list](VESIMkernel_ctx* k) {
+    for (const VESIMpacked_copy& c : list)  // all of them, in case an earlier one fails
+      if (c.kind == VESIM_COPY_HTOD) k->add_write(c.vptr, c.size, true);
     for (size_t i = 0; i < list.size(); i++) {
       const VESIMpacked_copy& c = list[i];
       void* p;
-      if (VESIMresult r = resolve(k, c.vptr, c.size, "packed copy", &p)) return r;
+      if (VESIMresult r = resolve(k, c.vptr, c.size, "packed copy", &p,
+                                  c.kind == VESIM_COPY_HTOD ? DECLARED : READ))
+        return r;
       if (c.kind == VESIM_COPY_HTOD) memcpy(p, c.host, c.size);
       else memcpy(c.host, p, c.size);
     }
@@ -1210,6 +1346,12 @@ VESIMresult vesimSetLatencyModel(int model) {
 VESIMresult vesimDevResolve(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes,
                             const char* what, void** addr) {
   return resolve(k, ptr, bytes, what ? what : "kernel access", addr);
+}
+
+VESIMresult vesimDevResolveOut(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes, int dense,
+                               const char* what, void** addr) {
+  k->add_write(ptr, bytes, dense != 0);
+  return resolve(k, ptr, bytes, what ? what : "kernel output", addr, DECLARED);
 }
 
 VESIMresult vesimDevFail(VESIMkernel_ctx* k, VESIMresult code, const char* fmt, ...) {

@@ -17,7 +17,8 @@
  *     kernel launch of a function with an argument pack, stream query/synchronize/callbacks
  *   - VEDA-style error codes with names and messages. Work that fails on a stream (a bounds
  *     violation, a kernel returning an error, a kernel that crashes with SIGSEGV/SIGBUS/SIGFPE)
- *     is recorded on that stream and returned by its next vesimStreamSynchronize.
+ *     is recorded on that stream, and only there (see "Errors of enqueued work" below).
+ *   - poisoned memory: what failed work was to write reads back as that failure, not as a value.
  *   - optional latency model (VESIM_LATENCY=veda), statistics, a profiler callback.
  *
  * Kernels (the code that "runs on the VE") use the device-side API in vesim_device.h.
@@ -68,12 +69,32 @@ typedef enum VESIMcontext_mode {
   VESIM_CONTEXT_MODE_SCALAR = 1, /* one stream per core, one core each */
 } VESIMcontext_mode;
 
-/* ---- errors ---- */
+/* ---- errors ----
+ *
+ * Errors of enqueued work. A task that fails while a stream runs it records its failure on that
+ * stream: the stream's pending error is the first failure since it was last taken (later ones
+ * while one is pending are not kept; their memory is still poisoned). It is returned — and
+ * taken — by the next vesimStreamSynchronize of that stream, by vesimCtxSynchronize (which takes
+ * every stream's), or by a synchronous copy or memset when that stream is the device's first.
+ * No call on another stream returns it; vesimStreamQuery never does; vesimStreamDestroy drops
+ * it. Callbacks see it (their `status`) without taking it; vesimStreamClearError takes it by id.
+ *
+ * Poisoned memory. The bytes a failed task was to write (a kernel's vesimDevResolveOut ranges,
+ * a copy's or memset's destination), as far as they lie in a live allocation, are poisoned with
+ * the failure's code and message. A later task on any stream that reads a poisoned byte (a
+ * kernel's vesimDevResolve, a DtoH or DtoD source) fails with that code and a message that
+ * quotes the original one, and so poisons what it was to write in turn. The poison of a range
+ * is lifted by a successful write of it without gaps (HtoD, DtoD, memset, a kernel output
+ * resolved as dense) and by freeing the allocation; a strided write leaves it.
+ */
 const char* vesimGetErrorName(VESIMresult r);   /* "VESIM_ERROR_OUT_OF_BOUNDS" */
 const char* vesimGetErrorString(VESIMresult r); /* a sentence */
 /* Details of the last failed call on this thread (or of the stream error that the last
- * vesimStreamSynchronize on this thread returned). */
+ * vesimStreamSynchronize on this thread returned; inside a stream callback: of the pending
+ * error its `status` reports). */
 const char* vesimGetLastErrorDetail(void);
+/* The id of the stream error vesimGetLastErrorDetail describes (0 for errors of calls). */
+uint64_t vesimGetLastErrorId(void);
 
 /* ---- init ---- */
 VESIMresult vesimInit(void); /* reference counted; reads VESIM_* environment variables */
@@ -97,6 +118,8 @@ VESIMresult vesimCtxDestroy(VESIMcontext ctx); /* synchronizes, destroys its str
 VESIMresult vesimCtxGet(int device, VESIMcontext* ctx); /* the device's context, if created */
 VESIMresult vesimCtxStreamCount(VESIMcontext ctx, int* count);
 VESIMresult vesimCtxGetStream(VESIMcontext ctx, int index, VESIMstream* stream);
+/* Waits for every stream of the context and takes all their pending errors: returns the first,
+ * with the others' messages appended to its detail. */
 VESIMresult vesimCtxSynchronize(VESIMcontext ctx);
 /* An extra in-order stream on the context (an extension: VEDA's streams are fixed at context
  * creation). It shares the device's cores with the others. */
@@ -106,11 +129,16 @@ VESIMresult vesimStreamQuery(VESIMstream stream);   /* SUCCESS when idle, else N
 /* Waits for the stream's work; returns (and clears) the first error recorded since the last
  * synchronize, with its message in vesimGetLastErrorDetail(). */
 VESIMresult vesimStreamSynchronize(VESIMstream stream);
+/* Takes the stream's pending error if it is still the one with `id` (from vesimGetLastErrorId
+ * in a callback): a waiter that reported it through an event keeps the stream from reporting it
+ * again. Does not wait. */
+VESIMresult vesimStreamClearError(VESIMstream stream, uint64_t id);
 VESIMresult vesimStreamGetDevice(VESIMstream stream, int* device);
 typedef void (*VESIMstream_callback)(VESIMstream stream, VESIMresult status, void* user);
 /* Runs `fn` on the stream's worker when the stream reaches it; `status` is the stream's pending
- * error (SUCCESS if none). The callback must not synchronize its own stream nor enqueue onto it
- * (with its queue full it would wait for itself). */
+ * error (SUCCESS if none), its message and id in vesimGetLastErrorDetail/Id. The callback must
+ * not synchronize its own stream nor enqueue onto it (with its queue full it would wait for
+ * itself). */
 VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user);
 
 /* ---- memory ---- */

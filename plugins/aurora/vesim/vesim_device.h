@@ -17,11 +17,19 @@ extern "C" {
 /* Elements of 64 bits per VE vector register: loops are strip-mined by this length. */
 #define VESIM_VL 256
 
-/* Resolves `ptr` for an access of `bytes` bytes. UNKNOWN_VPTR for a pointer that is not a live
- * allocation of this device, OUT_OF_BOUNDS if the access leaves the allocation. The message
- * (with `what` naming the access) is recorded for the stream. */
+/* Resolves `ptr` for reading (or reading and writing) `bytes` bytes. UNKNOWN_VPTR for a pointer
+ * that is not a live allocation of this device, OUT_OF_BOUNDS if the access leaves the
+ * allocation; a range holding poisoned bytes (vesim.h) fails with the poisoning failure's code.
+ * The message (with `what` naming the access) is recorded for the stream. */
 VESIMresult vesimDevResolve(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes,
                             const char* what, void** addr);
+
+/* Resolves `ptr` for writing only: no poison check. The range is recorded first, whatever this
+ * call returns: if the kernel fails (an error, a crash), the range is poisoned with its failure;
+ * if it succeeds and `dense` is set (the kernel writes every byte of the range), the range's
+ * poison is lifted. Resolve every output this way before anything that can fail. */
+VESIMresult vesimDevResolveOut(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes, int dense,
+                               const char* what, void** addr);
 
 /* Fails the kernel with `code` and a printf-style message; returns `code`. */
 VESIMresult vesimDevFail(VESIMkernel_ctx* k, VESIMresult code, const char* fmt, ...)

@@ -96,6 +96,31 @@ static VESIMresult k_count(VESIMkernel_ctx* k, void* p) {
   return vesimDevParallelFor(k, 1001, 7, count_body, hits);
 }
 
+/* Writes `n` floats of `dst` (declared as an output) with `value`, copied from `src` when set;
+ * then fails if `fail` (after writing `written` of them), crashes if `crash`. `stride` 2 writes
+ * every other float (not dense). */
+typedef struct {
+  VESIMdeviceptr dst, src;
+  uint64_t n, written;
+  float value;
+  int fail, crash, stride;
+} WriteArgs;
+
+static VESIMresult k_write(VESIMkernel_ctx* k, void* p) {
+  WriteArgs* a = (WriteArgs*)p;
+  float *y, *x = NULL;
+  uint64_t span = a->stride > 1 ? (a->n - 1) * (uint64_t)a->stride + 1 : a->n;
+  VESIMresult r = vesimDevResolveOut(k, a->dst, span * sizeof(float), a->stride <= 1, "y",
+                                     (void**)&y);
+  if (r) return r;
+  if (a->src && (r = vesimDevResolve(k, a->src, a->n * sizeof(float), "x", (void**)&x))) return r;
+  for (uint64_t i = 0; i < (a->fail ? a->written : a->n); i++)
+    y[i * (uint64_t)(a->stride > 1 ? a->stride : 1)] = x ? x[i] : a->value;
+  if (a->crash) *(volatile int*)(uintptr_t)16 = 1;
+  if (a->fail) return vesimDevFail(k, VESIM_ERROR_INVALID_VALUE, "k_write: target %d rejected", 7);
+  return VESIM_SUCCESS;
+}
+
 static VESIMresult k_sleep(VESIMkernel_ctx* k, void* p) {
   (void)k;
   usleep(*(unsigned*)p);
@@ -362,6 +387,195 @@ static void test_streams(void) {
   CHECK(vesimStreamSynchronize((VESIMstream)(uintptr_t)0x1234) == VESIM_ERROR_INVALID_STREAM);
 }
 
+/* A failure on stream A is returned by A's next synchronize only: never by B's, never twice. */
+static uint64_t cb_error_id;
+static char cb_detail[256];
+static void cb_take_id(VESIMstream s, VESIMresult status, void* user) {
+  (void)s;
+  (void)user;
+  cb_status = status;
+  cb_error_id = vesimGetLastErrorId();
+  snprintf(cb_detail, sizeof cb_detail, "%s", vesimGetLastErrorDetail());
+}
+
+static void test_stream_errors(void) {
+  VESIMcontext ctx;
+  VESIMstream a, b;
+  VESIMdeviceptr m;
+  OK(vesimCtxGet(0, &ctx));
+  OK(vesimStreamCreate(ctx, &a));
+  OK(vesimStreamCreate(ctx, &b));
+  OK(vesimMemAllocAsync(&m, 64, b));
+  OK(vesimLaunchKernelNamed("k_fail", k_fail, a, NULL, 0));
+  VESIMresult q = vesimStreamQuery(a);
+  CHECK(q == VESIM_SUCCESS || q == VESIM_ERROR_NOT_READY); /* a query never takes the error */
+  OK(vesimMemsetD8Async(m, 1, 64, b));
+  OK(vesimStreamSynchronize(b)); /* B's work is fine, whatever A did */
+  OK(vesimStreamSynchronize(b));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_INVALID_VALUE);
+  CHECK(strstr(vesimGetLastErrorDetail(), "k_fail: value 42 rejected") != NULL);
+  CHECK(vesimGetLastErrorId() != 0);
+  OK(vesimStreamSynchronize(a)); /* reported once */
+  /* a callback sees the pending error without taking it; clearing by id takes it */
+  OK(vesimLaunchKernelNamed("k_fail", k_fail, a, NULL, 0));
+  OK(vesimStreamAddCallback(a, cb_take_id, NULL));
+  while (vesimStreamQuery(a) == VESIM_ERROR_NOT_READY) usleep(100);
+  CHECK(cb_status == VESIM_ERROR_INVALID_VALUE && cb_error_id != 0);
+  CHECK(strstr(cb_detail, "value 42") != NULL);
+  OK(vesimStreamClearError(a, cb_error_id + 1000)); /* another id: nothing taken */
+  OK(vesimStreamClearError(b, cb_error_id));        /* another stream: nothing taken */
+  OK(vesimStreamClearError(a, cb_error_id));
+  OK(vesimStreamSynchronize(a));
+  /* the context's synchronize takes every stream's pending error, all in one detail */
+  OK(vesimLaunchKernelNamed("k_fail", k_fail, a, NULL, 0));
+  char buf[8];
+  OK(vesimMemcpyDtoHAsync(buf, m, 65, b));
+  CHECK(vesimCtxSynchronize(ctx) != VESIM_SUCCESS);
+  CHECK(strstr(vesimGetLastErrorDetail(), "value 42") != NULL);
+  CHECK(strstr(vesimGetLastErrorDetail(), "leaves") != NULL);
+  OK(vesimStreamSynchronize(a));
+  OK(vesimStreamSynchronize(b));
+  OK(vesimMemFreeAsync(m, b));
+  OK(vesimStreamDestroy(a));
+  OK(vesimStreamDestroy(b));
+}
+
+/* What a failed kernel was to write reads back as its failure, on any stream, until rewritten
+ * without gaps or freed; reading it in a kernel or a copy fails and poisons that one's output. */
+static void test_poison(void) {
+  VESIMcontext ctx;
+  VESIMstream a, b;
+  OK(vesimCtxGet(0, &ctx));
+  OK(vesimStreamCreate(ctx, &a));
+  OK(vesimStreamCreate(ctx, &b));
+  enum { N = 64 };
+  float host[2 * N], back[2 * N];
+  for (int i = 0; i < 2 * N; i++) host[i] = (float)i;
+  VESIMdeviceptr y, z, w;
+  OK(vesimMemAllocAsync(&y, 2 * N * sizeof(float), a));
+  OK(vesimMemAllocAsync(&z, N * sizeof(float), a));
+  OK(vesimMemAllocAsync(&w, N * sizeof(float), a));
+  OK(vesimMemcpyHtoDAsync(y, host, sizeof host, a));
+  OK(vesimStreamSynchronize(a));
+  /* y[0, N) is the failed kernel's output; it wrote 3 values before failing */
+  WriteArgs wa = {y, 0, N, 3, 5.0f, 1, 0, 1};
+  OK(vesimLaunchKernelNamed("nll_like", k_write, a, &wa, sizeof wa));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_INVALID_VALUE);
+  /* reads on another stream: any byte of the output fails, with the original code and message */
+  OK(vesimMemcpyDtoHAsync(back, y + 4 * (N - 1), 4, b));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_INVALID_VALUE);
+  CHECK(strstr(vesimGetLastErrorDetail(), "nll_like: k_write: target 7 rejected") != NULL);
+  CHECK(strstr(vesimGetLastErrorDetail(), "memcpy DtoH source") != NULL);
+  OK(vesimMemcpyDtoHAsync(back, y + 4 * N, 4 * N, b)); /* the bytes after it are fine */
+  OK(vesimStreamSynchronize(b));
+  CHECK(back[0] == (float)N);
+  /* a kernel reading it fails and poisons its own output; so does a DtoD copy */
+  WriteArgs copy = {z, y, N, 0, 0, 0, 0, 1};
+  OK(vesimLaunchKernelNamed("k_copy", k_write, b, &copy, sizeof copy));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_INVALID_VALUE);
+  CHECK(strstr(vesimGetLastErrorDetail(), "k_copy: x:") != NULL);
+  OK(vesimMemcpyDtoDAsync(w, y + 8, 8, b));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_INVALID_VALUE);
+  OK(vesimMemcpyDtoHAsync(back, z, 4, b));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_INVALID_VALUE);
+  CHECK(strstr(vesimGetLastErrorDetail(), "target 7 rejected") != NULL);
+  OK(vesimMemcpyDtoHAsync(back, w, 4, b));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_INVALID_VALUE);
+  /* a strided (gapped) write leaves the poison; a dense one lifts it, a partial one in part */
+  WriteArgs strided = {y, 0, N / 2, 0, 1.0f, 0, 0, 2};
+  OK(vesimLaunchKernelNamed("k_strided", k_write, a, &strided, sizeof strided));
+  OK(vesimStreamSynchronize(a));
+  OK(vesimMemcpyDtoHAsync(back, y, 4, a));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_INVALID_VALUE);
+  OK(vesimMemcpyHtoDAsync(y + 8, host, 8, a)); /* floats 2 and 3 */
+  OK(vesimMemcpyDtoHAsync(back, y + 8, 8, a));
+  OK(vesimStreamSynchronize(a));
+  OK(vesimMemcpyDtoHAsync(back, y + 4, 8, a)); /* floats 1 and 2: 1 is still poisoned */
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_INVALID_VALUE);
+  OK(vesimMemsetD32Async(y, 0, N, a)); /* the whole output: readable again */
+  OK(vesimMemcpyDtoHAsync(back, y, sizeof back, a));
+  OK(vesimStreamSynchronize(a));
+  CHECK(back[0] == 0.0f && back[N - 1] == 0.0f && back[N] == (float)N);
+  WriteArgs ok = {z, 0, N, 0, 2.0f, 0, 0, 1}; /* a successful kernel rewrites z */
+  OK(vesimLaunchKernelNamed("k_ok", k_write, b, &ok, sizeof ok));
+  OK(vesimMemcpyDtoHAsync(back, z, N * sizeof(float), b));
+  OK(vesimStreamSynchronize(b));
+  CHECK(back[0] == 2.0f && back[N - 1] == 2.0f);
+  /* a crash poisons too; freeing forgets the poison */
+  WriteArgs crash = {w, 0, N, 0, 1.0f, 0, 1, 1};
+  OK(vesimLaunchKernelNamed("k_crash_out", k_write, a, &crash, sizeof crash));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_KERNEL_CRASHED);
+  OK(vesimMemcpyDtoHAsync(back, w + 16, 4, b));
+  CHECK(vesimStreamSynchronize(b) == VESIM_ERROR_KERNEL_CRASHED);
+  CHECK(strstr(vesimGetLastErrorDetail(), "k_crash_out") != NULL);
+  /* a failed copy poisons its destination (clamped to the allocation) */
+  OK(vesimMemcpyHtoDAsync(z + 4 * (N - 2), host, 12, a));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_OUT_OF_BOUNDS);
+  OK(vesimMemcpyDtoHAsync(back, z + 4 * (N - 1), 4, a));
+  CHECK(vesimStreamSynchronize(a) == VESIM_ERROR_OUT_OF_BOUNDS);
+  OK(vesimMemcpyDtoHAsync(back, z, 4, a));
+  OK(vesimStreamSynchronize(a));
+  OK(vesimMemFreeAsync(y, a));
+  OK(vesimMemFreeAsync(z, a));
+  OK(vesimMemFreeAsync(w, a));
+  OK(vesimStreamSynchronize(a));
+  OK(vesimStreamDestroy(a));
+  OK(vesimStreamDestroy(b));
+}
+
+/* Two threads, each on its own stream: one's kernels always fail, the other's never do. Each
+ * sees exactly its own results, however their work interleaves. */
+enum { kRounds = 1500 };
+typedef struct {
+  VESIMstream s;
+  int fails, wrong;
+} Worker;
+static void* failing_thread(void* arg) {
+  Worker* w = (Worker*)arg;
+  for (int i = 0; i < kRounds; i++) {
+    if (vesimLaunchKernelNamed("k_fail", k_fail, w->s, NULL, 0) != VESIM_SUCCESS) w->wrong++;
+    VESIMresult r = vesimStreamSynchronize(w->s);
+    if (r != VESIM_ERROR_INVALID_VALUE || !strstr(vesimGetLastErrorDetail(), "value 42")) w->wrong++;
+    else w->fails++;
+  }
+  return NULL;
+}
+static void* clean_thread(void* arg) {
+  Worker* w = (Worker*)arg;
+  VESIMdeviceptr m;
+  if (vesimMemAllocAsync(&m, 4 * 16, w->s) != VESIM_SUCCESS) {
+    w->wrong++;
+    return NULL;
+  }
+  for (int i = 0; i < kRounds; i++) {
+    float x[16];
+    AddArgs add = {m, 16, 1.0f};
+    vesimMemsetD32Async(m, 0, 16, w->s);
+    vesimLaunchKernel(k_add, w->s, &add, sizeof add);
+    vesimMemcpyDtoHAsync(x, m, sizeof x, w->s);
+    if (vesimStreamSynchronize(w->s) != VESIM_SUCCESS || x[15] != 1.0f) w->wrong++;
+  }
+  vesimMemFreeAsync(m, w->s);
+  if (vesimStreamSynchronize(w->s) != VESIM_SUCCESS) w->wrong++;
+  return NULL;
+}
+static void test_two_threads_two_streams(void) {
+  VESIMcontext ctx;
+  OK(vesimCtxGet(0, &ctx));
+  Worker bad = {0}, good = {0};
+  OK(vesimStreamCreate(ctx, &bad.s));
+  OK(vesimStreamCreate(ctx, &good.s));
+  pthread_t t1, t2;
+  CHECK(pthread_create(&t1, NULL, failing_thread, &bad) == 0);
+  CHECK(pthread_create(&t2, NULL, clean_thread, &good) == 0);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  CHECK(bad.wrong == 0 && bad.fails == kRounds);
+  CHECK(good.wrong == 0);
+  OK(vesimStreamDestroy(bad.s));
+  OK(vesimStreamDestroy(good.s));
+}
+
 /* Several host threads launch onto one stream while a slow first kernel makes the queue run
  * thousands of tasks ahead (past the stream's ring, so launches wait for room): every kernel
  * runs once, and each thread's kernels run in the order it launched them. */
@@ -515,6 +729,9 @@ static const Test kTests[] = {
     {"crashes", test_crashes},
     {"streams", test_streams},
     {"many_producers", test_many_producers},
+    {"stream_errors", test_stream_errors},
+    {"poison", test_poison},
+    {"two_threads_two_streams", test_two_threads_two_streams},
     {"stats_and_profiler", test_stats_and_profiler},
     {"latency_model", test_latency_model},
     {"two_devices", test_two_devices},
