@@ -181,3 +181,134 @@ def test_raw_stream_query_idle(env) -> None:
     done = abi.C.c_int32(0)
     t.api.call("stream_query", s, abi.C.byref(done))
     assert done.value == 1, "a new stream with no work is not idle"
+
+
+# ---- errors of enqueued work: on their own stream, once; what failed reads as the failure ----
+
+def _enqueue_failing_nll(t, lib, stream: int, bad: int = 7):
+    """nll_loss of 3 classes with target `bad`, outputs made beforehand so that only the kernel
+    runs on `stream`. Returns (loss, total_weight), or None when the plugin refused the call at
+    once (it validates targets before enqueueing: then there is no run-time failure to test)."""
+    if lib.kernel("nll_loss", "float32") is None:
+        pytest.skip("no nll_loss[float32] kernel (tier 2) to provoke a run-time error with")
+    logp = DeviceArray.from_numpy(np.log(np.full((4, 3), 1 / 3, np.float32)), t.device)
+    target = DeviceArray.from_numpy(np.array([0, 1, bad, 2], np.int64), t.device)
+    loss = DeviceArray.from_numpy(np.array(5.0, np.float32), t.device)
+    total = DeviceArray.from_numpy(np.array(5.0, np.float32), t.device)
+    lib.synchronize(t.index)
+    try:
+        ops.nll_loss(logp, target, out=(loss, total), stream=stream)
+    except UnidevError as exc:
+        assert "nll_loss" in str(exc) and str(bad) in str(exc), (
+            f"the refusal of target {bad} does not name the op and the value: {exc}")
+        return None
+    return loss, total
+
+
+def _expect_failure(fn, what: str, bad: int = 7) -> None:
+    with pytest.raises(UnidevError) as err:
+        fn()
+    assert "nll_loss" in str(err.value) and str(bad) in str(err.value), (
+        f"{what} raised, but without naming the failed op and its message: {err.value}")
+
+
+def test_run_time_error_stays_on_its_stream(env) -> None:
+    """A kernel failing while it runs on stream A is returned by A's next stream_synchronize,
+    once — never by work or synchronization on stream B."""
+    t, lib, dev, stream, _, array = env
+    a, b = stream(), stream()
+    if _enqueue_failing_nll(t, lib, a) is None:
+        return
+    x = array(1024)
+    _fill(lib, x, 2.0, b)
+    lib.stream_synchronize(b)  # raising here: A's failure was reported on B
+    lib.stream_synchronize(b)
+    _check(x, 2.0, "work on stream B while stream A failed")
+    _expect_failure(lambda: lib.stream_synchronize(a), "stream_synchronize of the failed stream")
+    lib.stream_synchronize(a)  # raising here: the failure was reported twice
+
+
+def test_failed_output_reads_as_an_error(env) -> None:
+    """Reading what a failed kernel was to write is an error naming it (here on another stream
+    ordered after it, and through DeviceArray.numpy), not a value."""
+    t, lib, dev, stream, event, _ = env
+    a, b = stream(), stream()
+    outs = _enqueue_failing_nll(t, lib, a)
+    if outs is None:
+        return
+    e = event()
+    lib.event_record(e, a)
+    lib.stream_wait_event(b, e)
+    host = abi.C.create_string_buffer(4)
+    try:
+        t.api.call("memcpy_d2h", b, host, outs[0].buffer.handle + outs[0].offset * 4, 4)
+        lib.stream_synchronize(b)
+    except (UnidevError, abi.PluginError) as exc:
+        assert "nll_loss" in str(exc), f"the read failed without naming nll_loss: {exc}"
+    else:
+        value = struct.unpack("<f", host.raw)[0]
+        pytest.fail(f"a failed nll_loss's loss read back as {value} on another stream")
+    with pytest.raises(UnidevError):  # A's own failure is still A's to report
+        lib.stream_synchronize(a)
+    for out, name in zip(outs, ("loss", "total_weight"), strict=True):
+        try:
+            value = out.numpy()
+        except UnidevError as exc:
+            assert "nll_loss" in str(exc), f"reading {name} failed without naming nll_loss: {exc}"
+        else:
+            pytest.fail(f"a failed nll_loss's {name} read back as {value}")
+
+
+def test_event_reports_a_run_time_error(env) -> None:
+    """event_synchronize of an event recorded after the failed work returns the failure; the
+    stream does not report it a second time."""
+    t, lib, dev, stream, event, _ = env
+    a = stream()
+    if _enqueue_failing_nll(t, lib, a) is None:
+        return
+    e = event()
+    lib.event_record(e, a)
+    _expect_failure(lambda: lib.event_synchronize(e), "event_synchronize")
+    lib.stream_synchronize(a)
+    lib.event_record(e, a)
+    lib.event_synchronize(e)
+
+
+def test_run_time_errors_of_two_threads_stay_apart(env) -> None:
+    """Two threads, two streams: one's kernels fail, the other's work must see none of that."""
+    import threading
+
+    t, lib, dev, stream, _, array = env
+    a, b = stream(), stream()
+    x = array(1024)
+    wrong: list[str] = []
+    if _enqueue_failing_nll(t, lib, a) is None:
+        return
+    with pytest.raises(UnidevError):
+        lib.stream_synchronize(a)
+
+    def failing() -> None:
+        for _ in range(20):
+            _enqueue_failing_nll(t, lib, a, bad=9)
+            try:
+                lib.stream_synchronize(a)
+                wrong.append("the failing stream synchronized without an error")
+            except UnidevError as exc:
+                if "9" not in str(exc):
+                    wrong.append(f"the failing stream reported: {exc}")
+
+    def clean() -> None:
+        for i in range(20):
+            try:
+                _fill(lib, x, float(i), b)
+                lib.stream_synchronize(b)
+            except UnidevError as exc:
+                wrong.append(f"the clean stream reported: {exc}")
+
+    threads = [threading.Thread(target=failing), threading.Thread(target=clean)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    assert not wrong, f"{len(wrong)} wrong results, first: {wrong[0]}"
+    _check(x, 19.0, "the clean thread's last fill")

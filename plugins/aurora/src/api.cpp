@@ -88,6 +88,7 @@ UD_Error* device_synchronize(int32_t device) {
   if (UD_Error* e = check_device(device)) return e;
   VESIMcontext ctx;
   if (VESIMresult r = vesimCtxGet(device, &ctx)) return from_vesim(r, "device_synchronize");
+  // every stream's pending failure, in one error (unidev.h)
   return from_vesim(vesimCtxSynchronize(ctx), "device_synchronize: work on a stream failed");
 }
 
@@ -162,7 +163,8 @@ UD_Error* stream_destroy(UD_Stream stream) {
   if (UD_Error* e = init_error()) return e;
   if (!stream) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "stream_destroy: stream is NULL");
   auto* s = reinterpret_cast<VESIMstream>(stream);
-  // pending errors are dropped with the stream (the contract has no place to report them)
+  // a pending failure is dropped with the stream (unidev.h allows it; what the failed work was
+  // to write stays poisoned)
   return from_vesim(vesimStreamDestroy(s), "stream_destroy");
 }
 

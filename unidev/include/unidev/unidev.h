@@ -26,8 +26,32 @@
  *
  * Streams. All memory and kernel calls are enqueued on a stream and may return before the work
  * is done. Work on one stream runs in order. Errors found while validating arguments are
- * returned at once; errors found while running are returned by the next synchronizing call on
- * that stream (stream_synchronize, event_synchronize, a synchronous copy).
+ * returned at once, by the call.
+ *
+ * Errors found while running. A failure of enqueued work (a bad index found by the kernel, a
+ * fault) belongs to the stream S the work was enqueued on, and is returned once, by the first
+ * of these calls to come:
+ *   - stream_synchronize(S);
+ *   - event_synchronize(E) of an event E recorded on S after the failed work (every
+ *     event_synchronize of that recording returns it; the first takes it from S);
+ *   - device_synchronize of S's device, which returns the pending failures of all its streams
+ *     in one error.
+ * Later synchronizing calls on S succeed unless more work failed. It is never returned by a call
+ * on another stream, by stream_query or event_query, or by enqueuing calls; stream_destroy may
+ * drop it. The ABI has no synchronous copy: a caller's "synchronous" copy (enqueue, then
+ * stream_synchronize) returns whatever failed on that stream before it, so callers that share a
+ * stream between threads share its failures.
+ *
+ * Poisoned outputs. The bytes failed work was to write (each output's extent — from handle +
+ * byte_offset to the end of its last element — or a copy's or memset's destination) are
+ * poisoned: later work on any stream that reads one of them fails in turn, with the original
+ * failure's code and a message naming the failed op and quoting its message (a memcpy_d2h
+ * reports it like any failure of its stream; a kernel reading it also poisons its own outputs).
+ * The poison of a byte is lifted by a successful write of it without gaps (memcpy_h2d,
+ * memcpy_d2d, memset, or a kernel output whose elements cover its extent) and by mem_free; a
+ * strided write leaves it. So a failed kernel's output reads back as an error, never as a
+ * value. A plugin that validates everything before enqueueing (x86) has nothing to poison; one
+ * whose device cannot track it documents the limit (cuda: plugins/cuda/src/runtime.cpp).
  */
 #ifndef UNIDEV_UNIDEV_H_
 #define UNIDEV_UNIDEV_H_
