@@ -23,7 +23,14 @@ def _fmt_bytes(n: int) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    records = discovery.discover()
+    if getattr(args, "reprobe", False):
+        try:
+            forgotten = discovery._forget_verdicts()
+        except OSError as exc:
+            print(f"error: cannot clear the plugin probe verdicts: {exc}", file=sys.stderr)
+            return 2
+        print(f"probing plugin libraries again ({forgotten} cached verdicts dropped)")
+    records = discovery.discover(refresh=bool(getattr(args, "reprobe", False)))
     if not records:
         print("no unidev plugins installed (entry point group 'unidev')")
         if os.environ.get("UNIDEV_DISABLE_PLUGIN_AUTOLOAD"):
@@ -162,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for name, (_, help_text) in COMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
+        if name == "list":
+            sp.add_argument("--reprobe", action="store_true",
+                            help="forget the cached verdicts and probe every plugin library again "
+                                 "in a child process")
         if name == "info":
             sp.add_argument("name", help="plugin name, e.g. aurora")
             sp.add_argument("--dtypes", action="store_true", help="list dtypes per op")
