@@ -213,7 +213,7 @@ void lift(uint64_t lo, uint64_t hi) {
 void absorb(DeviceState& d, int i) {
   volatile DeviceFault* f = &d.fault[i];
   Slot& sl = d.slots[i];
-  if (!f->code || sl.pending.empty()) return;
+  if (sl.pending.empty() || !f->code) return; /* host memory first: most slots have nothing */
   DeviceFault copy = {f->code, 0, f->value, f->limit};
   std::string text = fault_text(copy);
   for (const Written& w : sl.pending)
