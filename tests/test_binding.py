@@ -104,27 +104,39 @@ def test_shape_mismatch(testdev):
 
 
 def test_negative_and_overflowing_strides(testdev):
+    """The binding refuses such descriptors itself (views made by DeviceArray never get there:
+    tests/test_array.py)."""
     a = DeviceArray.from_numpy(np.ones((4, 4), np.float32), testdev)
+    k = discovery.load(testdev).kernel("copy", "float32")
+    h, off, dt, _, _ = a.descriptor()
     with pytest.raises(unidev.InvalidArgumentError, match=r"strides\[1\] = -1, expected >= 0"):
-        ops.copy(a.as_strided((4, 4), (4, -1), 3))
+        k(0, [(h, 12, dt, [4, 4], [4, -1])], [a.descriptor()], [])
     with pytest.raises(unidev.InvalidArgumentError, match="extent overflows"):
-        ops.copy(a.as_strided((4, 4), (2**61, 1)))
+        k(0, [(h, off, dt, [4, 4], [2**61, 1])], [a.descriptor()], [])
 
 
 def test_descriptor_larger_than_allocation(testdev):
     a = DeviceArray.from_numpy(np.ones((4, 4), np.float32), testdev)
+    k = discovery.load(testdev).kernel("copy", "float32")
+    h, off, dt, _, _ = a.descriptor()
+    out = DeviceArray.empty((5, 4), "float32", testdev)
     with pytest.raises(unidev.OutOfBoundsError, match=r"exceed the allocation of 64 bytes"):
-        ops.copy(a.as_strided((5, 4), (4, 1)))
-    with pytest.raises(unidev.OutOfBoundsError):
-        ops.copy(a.as_strided((4,), (1,), offset=13))
+        k(0, [(h, off, dt, [5, 4], [4, 1])], [out.descriptor()], [])
+    with pytest.raises(unidev.OutOfBoundsError, match="past the allocation of 64 bytes"):
+        a.as_strided((4,), (1,), offset=13)
 
 
 def test_freed_handle(testdev):
     a = DeviceArray.from_numpy(np.ones(4, np.float32), testdev)
+    dst = DeviceArray.empty((3,), "float32", testdev)
     view = a[1:]
     a.buffer.free()
-    with pytest.raises(unidev.UnknownHandleError, match="not a live allocation"):
+    with pytest.raises(unidev.UnknownHandleError, match="copy: input 'x' .* was freed"):
         ops.copy(view)
+    k = discovery.load(testdev).kernel("copy", "float32")
+    h, off, dt, sh, st = dst.descriptor()
+    with pytest.raises(unidev.UnknownHandleError, match="not a live allocation"):
+        k(0, [(a.buffer.handle, 4, dt, sh, st)], [(h, off, dt, sh, st)], [])
     with pytest.raises(unidev.UnknownHandleError):
         view.numpy()
     lib = discovery.load(testdev)
@@ -196,3 +208,69 @@ def test_plugin_side_checks_reach_python(testdev):
         k(0, [a.descriptor(), b.descriptor()], [a.descriptor()], [("alpha", "float", 1.0)])
     with pytest.raises(unidev.InvalidArgumentError, match="unknown dtype 'float8'"):
         lib.kernel("add", "float8")
+
+
+# ---- issue 14 item 19: every conversion error names the call, the argument and the value ----
+
+@pytest.mark.parametrize("value", [2**64, -1, -2**63 - 1, 2**65, 1.5, "7"])
+def test_library_arguments_named(testdev, value):
+    """Before: pybind11's "incompatible function arguments" naming neither argument nor value."""
+    lib = discovery.load(testdev)
+    a = DeviceArray.from_numpy(np.ones(4, np.float32), testdev)
+    h = a.buffer.handle
+    buf = np.zeros(4, np.uint8)
+    calls = {
+        ("malloc", "size"): lambda: lib.malloc(0, value),
+        ("malloc", "stream"): lambda: lib.malloc(0, 16, value),
+        ("malloc", "device"): lambda: lib.malloc(value, 16),
+        ("free", "handle"): lambda: lib.free(0, value),
+        ("copy_h2d", "offset"): lambda: lib.copy_h2d(h, value, buf),
+        ("copy_d2h", "handle"): lambda: lib.copy_d2h(value, 0, buf),
+        ("copy_d2d", "size"): lambda: lib.copy_d2d(h, 0, h, 0, value),
+        ("memset", "count"): lambda: lib.memset(h, 0, 0, 4, value),
+        ("memset", "elem_size"): lambda: lib.memset(h, 0, 0, value, 1),
+        ("stream_synchronize", "stream"): lambda: lib.stream_synchronize(value),
+        ("event_query", "event"): lambda: lib.event_query(value),
+        ("device_properties", "device"): lambda: lib.device_properties(value),
+    }
+    for (fn, arg), call in calls.items():
+        if value == -1 and arg in ("device",):
+            continue  # a valid int32, refused as out of range by the plugin check instead
+        with pytest.raises(unidev.InvalidArgumentError) as info:
+            call()
+        msg = str(info.value)
+        assert msg.startswith(f"{fn}: {arg} = {value!r}"), msg
+        assert "expected" in msg, msg
+
+
+@pytest.mark.parametrize("value", [2**64, -2**63 - 1, 2**63])
+def test_kernel_call_arguments_named(testdev, value):
+    k = discovery.load(testdev).kernel("add", "float32")
+    a = DeviceArray.from_numpy(np.ones(3, np.float32), testdev)
+    h, off, dt, sh, st = a.descriptor()
+    good = [("alpha", "float", 1.0)]
+    cases = {
+        "add: input 1: shape[0]": lambda: k(0, [a.descriptor(), (h, off, dt, [value], st)],
+                                             [a.descriptor()], good),
+        "add: output 0: strides[0]": lambda: k(0, [a.descriptor()] * 2,
+                                               [(h, off, dt, sh, [value])], good),
+        "add: input 0: byte_offset": lambda: k(0, [(h, value, dt, sh, st), a.descriptor()],
+                                               [a.descriptor()], good),
+        "add: device": lambda: k(value, [a.descriptor()] * 2, [a.descriptor()], good),
+        "add: stream": lambda: k(0, [a.descriptor()] * 2, [a.descriptor()], good, value),
+        "add: attribute 'n'": lambda: k(0, [a.descriptor()] * 2, [a.descriptor()],
+                                        good + [("n", "int", value)]),
+        "add: attribute 'pads'[1]": lambda: k(0, [a.descriptor()] * 2, [a.descriptor()],
+                                              good + [("pads", "ints", [0, value])]),
+    }
+    for what, call in cases.items():
+        if value == 2**63 and "stream" in what:
+            continue  # a valid uint64: an unknown stream handle
+        with pytest.raises(unidev.InvalidArgumentError) as info:
+            call()
+        msg = str(info.value)
+        assert msg.startswith(what) and str(value) in msg, (what, msg)
+    with pytest.raises(unidev.InvalidArgumentError, match=r"add: attrs\[0\] = .*expected"):
+        k(0, [a.descriptor()] * 2, [a.descriptor()], [("alpha", 1.0)])
+    with pytest.raises(unidev.InvalidArgumentError, match=r"add: input 0 = 5, expected"):
+        k(0, [5, a.descriptor()], [a.descriptor()], good)

@@ -10,9 +10,42 @@ import numpy as np
 from . import dtypes
 from .device import Device
 from .device import device as parse_device
-from .errors import InvalidArgumentError, UnknownHandleError
+from .errors import InvalidArgumentError, OutOfBoundsError, UnknownHandleError
 
-__all__ = ["Buffer", "DeviceArray"]
+__all__ = ["Buffer", "DeviceArray", "check_int"]
+
+INT64_MAX = (1 << 63) - 1
+MAX_DIMS = 16  # kMaxDims of unidev._C
+MAX_BYTES = 1 << 62  # the largest view extent unidev._C accepts
+
+
+def check_int(value, what: str, lo: int = -INT64_MAX - 1, hi: int = INT64_MAX) -> int:
+    """`value` as an int in [lo, hi], else InvalidArgumentError naming `what` and the value."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidArgumentError(f"{what} = {value!r} ({type(value).__name__}), expected an "
+                                   f"integer in [{lo}, {hi}]")
+    v = int(value)
+    if v < lo:
+        raise InvalidArgumentError(f"{what} = {v}, expected >= {lo}")
+    if v > hi:
+        raise InvalidArgumentError(f"{what} = {v}, expected <= {hi}")
+    return v
+
+
+def check_shape(shape, what: str, note: str = "") -> tuple[int, ...]:
+    """A shape (or strides) as a tuple of ints >= 0, at most MAX_DIMS of them."""
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise InvalidArgumentError(f"{what} = {shape!r}, expected a sequence of ints") from None
+    if len(dims) > MAX_DIMS:
+        raise InvalidArgumentError(f"{what} = {dims}: {len(dims)} dims, at most {MAX_DIMS}")
+    try:
+        return tuple(check_int(d, f"{what}[{i}]", 0) for i, d in enumerate(dims))
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{exc}{note}") from None
 
 
 class Buffer:
@@ -20,20 +53,25 @@ class Buffer:
 
     __slots__ = ("device", "lib", "handle", "nbytes", "_freed", "__weakref__")
 
-    def __init__(self, dev: Device, nbytes: int) -> None:
-        if nbytes < 0:
-            raise InvalidArgumentError(f"malloc: size {nbytes}, expected >= 0")
+    def __init__(self, dev: Device, nbytes: int, stream: int = 0) -> None:
+        self.nbytes = check_int(nbytes, "malloc: size", 0, MAX_BYTES)
         self.device = dev
         self.lib = dev.library
-        self.nbytes = int(nbytes)
         self._freed = False
-        self.handle = self.lib.malloc(dev.index, self.nbytes)
+        # the allocation is ordered on `stream`; unidev._C then tracks the stream of its last
+        # use, frees it there and runs host copies there
+        self.handle = self.lib.malloc(dev.index, self.nbytes, stream)
 
     def free(self) -> None:
-        """Release the memory now; later use of any view raises UnknownHandleError."""
+        """Release the memory now (ordered after its last use); later use of any view raises
+        UnknownHandleError, even once the plugin has handed the same handle out again."""
         if not self._freed:
             self._freed = True
             self.lib.free(self.device.index, self.handle)
+
+    def check_live(self, what: str) -> None:
+        if self._freed:
+            raise UnknownHandleError(f"{what}: its buffer (handle {self.handle:#x}) was freed")
 
     @property
     def freed(self) -> bool:
@@ -60,24 +98,45 @@ class DeviceArray:
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype")
 
     def __init__(self, buffer: Buffer, shape: Sequence[int], dtype: str,
-                 strides: Sequence[int] | None = None, offset: int = 0) -> None:
+                 strides: Sequence[int] | None = None, offset: int = 0,
+                 what: str = "DeviceArray") -> None:
+        """Checks the view against the contract (strides >= 0) and its allocation's extent."""
         self.buffer = buffer
-        self.shape = tuple(int(d) for d in shape)
         self.dtype = dtypes.check(dtype)
-        self.strides = tuple(int(s) for s in strides) if strides is not None else \
-            _contiguous_strides(self.shape)
-        self.offset = int(offset)
+        self.shape = check_shape(shape, f"{what}: shape")
+        if strides is None:
+            self.strides = _contiguous_strides(self.shape)
+        else:
+            self.strides = check_shape(strides, f"{what}: strides",
+                                       " (strides are never negative in unidev: unidev.h)")
+            if len(self.strides) != len(self.shape):
+                raise InvalidArgumentError(f"{what}: strides {self.strides} have "
+                                           f"{len(self.strides)} dims, shape {self.shape} has "
+                                           f"{len(self.shape)}")
+        self.offset = check_int(offset, f"{what}: offset", 0)
+        item = dtypes.itemsize(self.dtype)
+        if any(d == 0 for d in self.shape):
+            end = self.offset * item
+        else:
+            end = (self.offset + 1 + sum((d - 1) * s for d, s in
+                                         zip(self.shape, self.strides, strict=True))) * item
+        if end > buffer.nbytes:
+            raise OutOfBoundsError(
+                f"{what}: view shape {self.shape}, strides {self.strides}, offset {self.offset} "
+                f"({self.dtype}) reaches byte {end}, past the allocation of {buffer.nbytes} bytes")
 
     # ---- construction --------------------------------------------------------------------
     @classmethod
     def empty(cls, shape: Sequence[int], dtype: str = "float32",
-              device: str | Device = "") -> DeviceArray:
+              device: str | Device = "", stream: int = 0) -> DeviceArray:
+        """A new contiguous array, allocated in order on `stream` (0: the default stream)."""
         dev = parse_device(device)
-        shape = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape):
-            raise InvalidArgumentError(f"empty: shape {shape} has a negative dimension")
+        shape = check_shape(shape, "empty: shape")
         nbytes = math.prod(shape) * dtypes.itemsize(dtype)
-        return cls(Buffer(dev, nbytes), shape, dtype)
+        if nbytes > MAX_BYTES:
+            raise InvalidArgumentError(f"empty: shape {shape} of {dtype} needs {nbytes} bytes, "
+                                       f"more than the {MAX_BYTES} a unidev array can span")
+        return cls(Buffer(dev, nbytes, stream), shape, dtype)
 
     @classmethod
     def from_numpy(cls, array: np.ndarray, device: str | Device) -> DeviceArray:
@@ -120,8 +179,41 @@ class DeviceArray:
 
     def descriptor(self) -> tuple:
         """(handle, byte_offset, dtype, shape, strides) as unidev._C kernels take it."""
+        self.buffer.check_live(f"{self!r}")
         return (self.buffer.handle, self.offset * self.itemsize, self.dtype, self.shape,
                 self.strides)
+
+    def byte_range(self) -> tuple[int, int]:
+        """[first, last + 1) bytes of the buffer this view can touch; (0, 0) when empty."""
+        if self.size == 0:
+            return (0, 0)
+        lo = self.offset * self.itemsize
+        span = 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides, strict=True))
+        return (lo, lo + span * self.itemsize)
+
+    def overlaps_itself(self) -> bool:
+        """True when two elements of the view may share memory (stride 0 on a dim of size > 1,
+        or strides that interleave); cheap unless the strides are unusual."""
+        if self.size == 0:
+            return False
+        dims = sorted((s, d) for d, s in zip(self.shape, self.strides, strict=True) if d > 1)
+        if any(s == 0 for s, _ in dims):
+            return True
+        reach = 1  # elements spanned by the dims with smaller strides
+        ordered = True
+        for s, d in dims:
+            if s < reach:
+                ordered = False
+                break
+            reach += (d - 1) * s
+        if ordered:
+            return False
+        if self.size > 1 << 20:
+            return True  # too large to check exactly: treated as overlapping
+        offsets = np.zeros((), np.int64)
+        for s, d in dims:
+            offsets = np.add.outer(offsets, np.arange(d, dtype=np.int64) * s)
+        return np.unique(offsets).size != offsets.size
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device='{self.device}')"
@@ -132,13 +224,13 @@ class DeviceArray:
         return self.shape[0]
 
     # ---- views -------------------------------------------------------------------------------
-    def _view(self, shape, strides, offset) -> DeviceArray:
-        return DeviceArray(self.buffer, shape, self.dtype, strides, offset)
+    def _view(self, shape, strides, offset, what: str) -> DeviceArray:
+        return DeviceArray(self.buffer, shape, self.dtype, strides, offset, what)
 
     def as_strided(self, shape: Sequence[int], strides: Sequence[int],
                    offset: int = 0) -> DeviceArray:
-        """A view with explicit strides and element offset (checked against the buffer at use)."""
-        return self._view(shape, strides, offset)
+        """A view with explicit strides (>= 0) and element offset, checked against the buffer."""
+        return self._view(shape, strides, offset, "as_strided")
 
     def transpose(self, *axes: int) -> DeviceArray:
         if not axes:
@@ -150,14 +242,14 @@ class DeviceArray:
                                        f"{self.ndim} dims")
         axes = tuple(a % self.ndim for a in axes)
         return self._view([self.shape[a] for a in axes], [self.strides[a] for a in axes],
-                          self.offset)
+                          self.offset, "transpose")
 
     @property
     def T(self) -> DeviceArray:
         return self.transpose()
 
     def broadcast_to(self, shape: Sequence[int]) -> DeviceArray:
-        shape = tuple(int(d) for d in shape)
+        shape = check_shape(shape, "broadcast_to: shape")
         if len(shape) < self.ndim:
             raise InvalidArgumentError(f"broadcast_to: cannot broadcast {self.shape} to {shape}")
         lead = len(shape) - self.ndim
@@ -170,18 +262,23 @@ class DeviceArray:
             else:
                 raise InvalidArgumentError(f"broadcast_to: cannot broadcast {self.shape} to "
                                            f"{shape} (dim {i})")
-        return self._view(shape, strides, self.offset)
+        return self._view(shape, strides, self.offset, "broadcast_to")
 
     def reshape(self, *shape: int) -> DeviceArray:
         if len(shape) == 1 and isinstance(shape[0], list | tuple):
             shape = tuple(shape[0])
+        shape = tuple(check_int(d, f"reshape: shape[{i}]", -1) for i, d in enumerate(shape))
+        if shape.count(-1) > 1:
+            raise InvalidArgumentError(f"reshape: shape {shape} has more than one -1")
         if -1 in shape:
             known = math.prod(d for d in shape if d != -1)
+            if known == 0 or self.size % known:
+                raise InvalidArgumentError(f"reshape: cannot reshape {self.shape} to {shape}")
             shape = tuple(self.size // known if d == -1 else d for d in shape)
         if math.prod(shape) != self.size:
             raise InvalidArgumentError(f"reshape: cannot reshape {self.shape} to {shape}")
         src = self if self.is_contiguous else self.contiguous()
-        return src._view(shape, None, src.offset)
+        return src._view(shape, None, src.offset, "reshape")
 
     def contiguous(self) -> DeviceArray:
         if self.is_contiguous:
@@ -225,14 +322,13 @@ class DeviceArray:
                 raise TypeError(f"DeviceArray indices must be ints, slices or None, got {k!r}")
         shape += self.shape[dim:]
         strides += self.strides[dim:]
-        return self._view(shape, strides, offset)
+        return self._view(shape, strides, offset, "DeviceArray[...]")
 
     # ---- host interchange ------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """Copy to a new contiguous numpy array (synchronizes)."""
         np_dtype = dtypes.to_numpy(self.dtype)
-        if self.buffer.freed:
-            raise UnknownHandleError(f"numpy: the buffer of {self!r} was freed")
+        self.buffer.check_live(f"numpy: {self!r}")
         if self.size == 0:
             return np.empty(self.shape, np_dtype)
         span = 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides, strict=True))
@@ -256,7 +352,8 @@ class DeviceArray:
 
         if copy:
             raise BufferError("DeviceArray.__dlpack__: copy=True is not supported")
-        self.buffer.lib.synchronize(self.device.index)
+        self.buffer.check_live(f"__dlpack__: {self!r}")
+        self.buffer.lib.synchronize_allocation(self.buffer.handle)
         kind, idx = self.__dlpack_device__()
         return _C.make_dlpack(self.buffer.handle, kind, idx, self.dtype, list(self.shape),
                               list(self.strides), self.offset * self.itemsize, self.buffer)

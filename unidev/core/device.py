@@ -31,6 +31,11 @@ class Device:
 def device(spec: str | Device) -> Device:
     """Parse "name" or "name:index" and check the plugin has that device."""
     if isinstance(spec, Device):
+        # a Device built by hand reaches the binding as is; its index must at least be an int32
+        if isinstance(spec.index, bool) or not isinstance(spec.index, int) or \
+                not 0 <= spec.index < 2**31 or not isinstance(spec.plugin, str):
+            raise InvalidArgumentError(f"device: {spec!r}: expected a plugin name and an index in "
+                                       f"[0, 2**31)")
         return spec
     if not isinstance(spec, str):
         raise InvalidArgumentError(f"device: expected a string like 'x86:0', got {spec!r}")

@@ -1,21 +1,27 @@
 """Run any op of the op set on any device: ``unidev.ops.add(x, y, alpha=2.0)``.
 
 Every op is a function generated from its schema. A call checks devices and dtypes, fills and
-type-checks attributes, infers output shapes (unidev.core.shapes), broadcasts elementwise inputs
-with stride-0 views, allocates the outputs (or writes into ``out=``), and calls the plugin's
-kernel through unidev._C. Errors name the op, the argument and what was expected.
+type-checks attributes (numbers of the tensor dtype against that dtype), infers output shapes
+(unidev.core.shapes), broadcasts elementwise inputs with stride-0 views, allocates the outputs on
+the call's stream (or writes into ``out=``), and calls the plugin's kernel through unidev._C.
+An ``out=`` that overlaps an input other than in the exact in-place form of an elementwise op is
+computed through a temporary; an output that overlaps itself or another output is refused.
+Errors name the op, the argument, the value and what was expected.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from . import dtypes, opset, shapes
-from .array import DeviceArray
+from .array import INT64_MAX, MAX_BYTES, DeviceArray, check_int, check_shape
 from .device import Device
 from .device import device as parse_device
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import InvalidArgumentError, UnknownHandleError, UnsupportedError
 
 __all__ = ["call", "kernel_for", "normalize_attrs"] + sorted(opset.OPS)
 
@@ -31,14 +37,24 @@ def kernel_for(dev: Device, op: str, dtype: str):
     return _kernels[key]
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def _coerce(op: str, attr: opset.Attr, value: Any) -> Any:
     where = f"{op}: attribute '{attr.name}'"
+    expected = attr.type
     try:
         if attr.type == "int":
+            expected = "an integer in [-2**63, 2**63)"
             if isinstance(value, bool) or int(value) != value:
                 raise TypeError
             value = int(value)
+            if not -INT64_MAX - 1 <= value <= INT64_MAX:
+                raise TypeError
         elif attr.type == "float":
+            if isinstance(value, str | bytes):
+                raise TypeError
             value = float(value)
         elif attr.type == "bool":
             if value not in (True, False, 0, 1):
@@ -48,14 +64,44 @@ def _coerce(op: str, attr: opset.Attr, value: Any) -> Any:
             if not isinstance(value, str):
                 raise TypeError
         else:  # ints
-            if isinstance(value, int):
+            expected = "ints (each an integer in [-2**63, 2**63))"
+            if _is_int(value):
                 value = (value,)
+            if isinstance(value, str | bytes):
+                raise TypeError
+            value = tuple(value)
+            if not all(_is_int(v) and -INT64_MAX - 1 <= v <= INT64_MAX for v in value):
+                raise TypeError
             value = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{where} = {value!r}, expected {attr.type}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgumentError(f"{where} = {value!r}, expected {expected}") from None
     if attr.choices and value not in attr.choices:
         raise InvalidArgumentError(f"{where} = {value!r}, expected one of {attr.choices}")
     return value
+
+
+def _check_scalars(schema: opset.OpSchema, given: dict, attrs: dict, dtype: str) -> None:
+    """Attributes that are numbers of the op's dtype (opset.Attr.scalar) must be representable
+    in it; a float plugin attribute cannot carry them otherwise (nan would become INT_MIN)."""
+    if dtype not in dtypes.INT:
+        return
+    info = np.iinfo(dtype)
+    for a in schema.attrs:
+        if not a.scalar:
+            continue
+        raw, v = given.get(a.name, a.default), attrs[a.name]
+        ok = math.isfinite(v) and info.min <= math.trunc(v) <= info.max
+        if a.scalar == "integral":
+            ok = ok and float(v).is_integer()
+        # an int beyond 2**53 does not survive the trip through a float attribute
+        if ok and _is_int(raw) and int(raw) != math.trunc(v):
+            raise InvalidArgumentError(
+                f"{schema.name}: attribute '{a.name}' = {raw} for {dtype} is not exactly "
+                f"representable as the float the attribute is passed as (|value| <= 2**53 is)")
+        if not ok:
+            raise InvalidArgumentError(
+                f"{schema.name}: attribute '{a.name}' = {raw!r} for {dtype}, expected "
+                + opset.SCALAR_RULES[a.scalar].format(lo=info.min, hi=info.max))
 
 
 def normalize_attrs(schema: opset.OpSchema, given: dict) -> dict:
@@ -100,6 +146,9 @@ def _check_inputs(schema: opset.OpSchema, inputs: list, dev: Device | None) -> t
         if not isinstance(x, DeviceArray):
             raise InvalidArgumentError(f"{schema.name}: input '{name}' is a {type(x).__name__}, "
                                        "expected a unidev.DeviceArray (use DeviceArray.from_numpy)")
+        if x.buffer.freed:
+            raise UnknownHandleError(f"{schema.name}: input '{name}' {x!r} was freed "
+                                     f"(buffer.free()); expected a live array")
         if dev is None:
             dev = x.device
         elif x.device != dev:
@@ -133,10 +182,16 @@ def _out_dtype(out: opset.Output, op_dtype: str, attrs: dict) -> str:
 def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None = None,
          device: str | Device | None = None, shape: Sequence[int] | None = None,
          dtype: str | None = None, stream: int = 0, **attrs: Any):
-    """Run `op`. `device`, `shape`, `dtype` are for ops without inputs (fill, zero, arange)."""
+    """Run `op`. `device`, `shape`, `dtype` are for ops without inputs (fill, zero, arange).
+
+    `stream` (from ``Library.stream_create``; 0: the default stream) orders the call: outputs are
+    allocated on it and every operand's earlier use, on any stream, comes first.
+    """
     schema = opset.get(op)
+    stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)
     if dtype is not None and "dtype" in schema.attr_names:
         attrs["dtype"] = dtype  # cast and arange take their output dtype as an attribute
+    given = dict(attrs)
     attrs = normalize_attrs(schema, attrs)
     if schema.inputs:
         bound = _bind_inputs(schema, inputs)
@@ -151,43 +206,124 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
             raise InvalidArgumentError(f"{op}: needs device= (or out=)")
         bound = []
         first_out = out if isinstance(out, DeviceArray) else (out[0] if out else None)
-        dev = first_out.device if first_out is not None else parse_device(device)
+        dev = first_out.device if isinstance(first_out, DeviceArray) else parse_device(device)
         op_dtype = (attrs.get("dtype") or dtype or
-                    (first_out.dtype if first_out is not None else "float32"))
-        if first_out is not None and shape is None:
+                    (first_out.dtype if isinstance(first_out, DeviceArray) else "float32"))
+        if isinstance(first_out, DeviceArray) and shape is None:
             shape = first_out.shape
+        if shape is not None:
+            shape = check_shape(shape, f"{op}: argument 'shape'")
         if op_dtype not in schema.dtypes:
             raise InvalidArgumentError(f"{op}: dtype {op_dtype}, expected one of "
                                        f"{list(schema.dtypes)}")
         if "dtype" in attrs:
             attrs["dtype"] = op_dtype
+    _check_scalars(schema, given, attrs, op_dtype)
     out_shapes, targets = shapes.infer(
         schema, [x.shape if x is not None else None for x in bound], attrs, shape)
     views = [x.broadcast_to(t) if x is not None and t is not None and x.shape != t else x
              for x, t in zip(bound, targets, strict=False)] if targets else bound
     out_dtypes = [_out_dtype(o, op_dtype, attrs) for o in schema.outputs]
-    outs = _outputs(op, out, out_shapes, out_dtypes, dev)
+    outs = _outputs(schema, out, out_shapes, out_dtypes, dev, stream)
     kernel = kernel_for(dev, op, op_dtype)
     if kernel is None:
         raise UnsupportedError(f"{op}: plugin '{dev.plugin}' has no kernel for dtype {op_dtype}")
+    fresh = out is None and not any(i.mutated for i in schema.inputs)
+    targets_out = outs if fresh else _through_temporaries(schema, views, outs, stream)
     attr_list = [(a.name, a.type, attrs[a.name]) for a in schema.attrs]
     kernel(dev.index, [v.descriptor() if v is not None else None for v in views],
-           [o.descriptor() for o in outs], attr_list, stream)
+           [o.descriptor() for o in targets_out], attr_list, stream)
+    for tmp, o in zip(targets_out, outs, strict=True):
+        if tmp is not o:
+            call("copy", tmp, out=o, stream=stream)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _outputs(op, out, out_shapes, out_dtypes, dev) -> list[DeviceArray]:
+def _outputs(schema, out, out_shapes, out_dtypes, dev, stream) -> list[DeviceArray]:
+    op = schema.name
+    names = [o.name for o in schema.outputs]
     if out is None:
-        return [DeviceArray.empty(s, d, dev) for s, d in zip(out_shapes, out_dtypes, strict=True)]
+        for name, s, d in zip(names, out_shapes, out_dtypes, strict=True):
+            nbytes = math.prod(s) * dtypes.itemsize(d)
+            if nbytes > MAX_BYTES:
+                raise InvalidArgumentError(f"{op}: output '{name}' of shape {tuple(s)} {d} needs "
+                                           f"{nbytes} bytes, more than the {MAX_BYTES} a unidev "
+                                           "array can span")
+        return [DeviceArray.empty(s, d, dev, stream)
+                for s, d in zip(out_shapes, out_dtypes, strict=True)]
     outs = [out] if isinstance(out, DeviceArray) else list(out)
     if len(outs) != len(out_shapes):
         raise InvalidArgumentError(f"{op}: out= has {len(outs)} arrays, expected "
                                    f"{len(out_shapes)}")
     for k, (o, s, d) in enumerate(zip(outs, out_shapes, out_dtypes, strict=True)):
+        if not isinstance(o, DeviceArray):
+            raise InvalidArgumentError(f"{op}: out[{k}] ('{names[k]}') is a {type(o).__name__}, "
+                                       "expected a unidev.DeviceArray")
+        if o.buffer.freed:
+            raise UnknownHandleError(f"{op}: out[{k}] ('{names[k]}') {o!r} was freed "
+                                     "(buffer.free()); expected a live array")
         if o.shape != tuple(s) or o.dtype != d or o.device != dev:
             raise InvalidArgumentError(f"{op}: out[{k}] is {o.shape} {o.dtype} on {o.device}, "
                                        f"expected {tuple(s)} {d} on {dev}")
     return outs
+
+
+def _overlap(a: DeviceArray, b: DeviceArray) -> bool:
+    """Whether two views may share bytes (same buffer, intersecting byte ranges)."""
+    if a.buffer is not b.buffer:
+        return False
+    (alo, ahi), (blo, bhi) = a.byte_range(), b.byte_range()
+    return alo < bhi and blo < ahi
+
+
+def _same_view(a: DeviceArray, b: DeviceArray) -> bool:
+    return (a.buffer is b.buffer and a.offset == b.offset and a.shape == b.shape
+            and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def _through_temporaries(schema: opset.OpSchema, views: list, outs: list[DeviceArray],
+                         stream: int) -> list[DeviceArray]:
+    """The arrays the kernel writes: `outs`, except a fresh temporary for each output that
+    overlaps an input (the contract's kernels may assume they never do), copied back after.
+
+    The exact in-place form of an elementwise op (output identical to an input) goes to the
+    kernel as is, as unidev.h allows. Outputs that overlap themselves (stride 0, interleaved
+    strides) or each other, and updated-in-place inputs that overlap anything, have no
+    meaningful result and are refused.
+    """
+    op = schema.name
+    names = [o.name for o in schema.outputs]
+    specs = (list(schema.inputs) if not (schema.inputs and schema.inputs[0].variadic)
+             else [schema.inputs[0]] * len(views))
+    in_names = ([i.name for i in schema.inputs] if not (schema.inputs and schema.inputs[0].variadic)
+                else [f"tensors[{k}]" for k in range(len(views))])
+    written = [(f"output '{n}'", o) for n, o in zip(names, outs, strict=True)]
+    written += [(f"input '{n}' (updated in place)", v)
+                for n, spec, v in zip(in_names, specs, views, strict=True)
+                if v is not None and spec.mutated]
+    for i, (name, w) in enumerate(written):
+        if w.overlaps_itself():
+            raise InvalidArgumentError(
+                f"{op}: {name} {w!r} with strides {w.strides} has elements that share memory "
+                "(stride 0 or overlapping strides); expected an output whose elements are distinct "
+                "(e.g. a contiguous array)")
+        for other_name, other in written[i + 1:]:
+            if _overlap(w, other):
+                raise InvalidArgumentError(f"{op}: {name} and {other_name} overlap in memory; "
+                                           "expected separate arrays")
+    for name, w in written[len(outs):]:
+        for n, v in zip(in_names, views, strict=True):
+            if v is not None and v is not w and _overlap(v, w):
+                raise InvalidArgumentError(f"{op}: {name} overlaps input '{n}'; expected "
+                                           "separate arrays")
+    elementwise = schema.broadcast and schema.shape in ("same", "broadcast")
+    result = []
+    for o in outs:
+        clash = [v for v in views if v is not None and _overlap(v, o)]
+        if clash and not (elementwise and all(_same_view(v, o) for v in clash)):
+            o = DeviceArray.empty(o.shape, o.dtype, o.device, stream)
+        result.append(o)
+    return result
 
 
 def _make(name: str):

@@ -13,22 +13,37 @@ from typing import Any
 
 from .dtypes import ALL, BOOL, FLOAT, INT, NUMERIC
 
-__all__ = ["Attr", "Input", "Output", "OpSchema", "OPS", "get", "by_tier", "TIERS"]
+__all__ = ["Attr", "Input", "Output", "OpSchema", "OPS", "SCALAR_RULES", "get", "by_tier",
+           "TIERS"]
 
 TIERS = (0, 1, 2)
 
 
+# what a float attribute that stands for a number of the op's dtype must be for integer dtypes
+# (Attr.scalar); unidev.ops checks it before any kernel runs, the reference and torch agree
+SCALAR_RULES = {
+    "value": "a finite number in [{lo}, {hi}] (converted toward zero)",
+    "integral": "an integer in [{lo}, {hi}]",
+}
+
+
 @dataclass(frozen=True)
 class Attr:
-    """An attribute: `type` is one of int, float, bool, str, ints."""
+    """An attribute: `type` is one of int, float, bool, str, ints.
+
+    `scalar` marks a float attribute that is a number of the op's tensor dtype (a fill value, an
+    integer op's alpha): one of SCALAR_RULES, or "" for a plain attribute.
+    """
 
     name: str
     type: str
     default: Any = None
     choices: tuple = ()
+    scalar: str = ""
 
     def __post_init__(self) -> None:
         assert self.type in ("int", "float", "bool", "str", "ints"), self.type
+        assert not self.scalar or (self.scalar in SCALAR_RULES and self.type == "float"), self
 
 
 @dataclass(frozen=True)
@@ -121,7 +136,8 @@ _TABLE: list[OpSchema] = [
     # ---- tier 0: memory ------------------------------------------------------------------
     OpSchema("copy", 0, _X, _Y, (), ALL, "same", True,
              "y = x, from any strides to any strides (y's strides define the layout)."),
-    OpSchema("fill", 0, (), (Output("y"),), (Attr("value", "float", 0.0),), ALL, "none", False,
+    OpSchema("fill", 0, (), (Output("y"),), (Attr("value", "float", 0.0, scalar="value"),), ALL,
+             "none", False,
              "Every element of y = value (converted to y's dtype)."),
     OpSchema("zero", 0, (), (Output("y"),), (), ALL, "none", False, "Every element of y = 0."),
     OpSchema("cast", 0, _X, (Output("y", "attr:dtype"),), (Attr("dtype", "str", "float32"),),
@@ -156,10 +172,10 @@ _TABLE: list[OpSchema] = [
     # ---- tier 1: binary, inputs pre-broadcast ----------------------------------------------
     _binary("add", NUMERIC, "out = x + alpha * y (alpha integral for integer dtypes)",
             (Output("out"),),
-            (Attr("alpha", "float", 1.0),)),
+            (Attr("alpha", "float", 1.0, scalar="integral"),)),
     _binary("sub", NUMERIC, "out = x - alpha * y (alpha integral for integer dtypes)",
             (Output("out"),),
-            (Attr("alpha", "float", 1.0),)),
+            (Attr("alpha", "float", 1.0, scalar="integral"),)),
     _binary("mul", NUMERIC + BOOL, "out = x * y", (Output("out"),)),
     _binary("div", FLOAT, "out = x / y (true division)", (Output("out"),)),
     _binary("pow", FLOAT, "out = x ** y", (Output("out"),)),
@@ -302,7 +318,8 @@ _TABLE: list[OpSchema] = [
              (Attr("axis", "int", 0),), ALL, "concat", False,
              "join along axis; every other dim equal"),
     OpSchema("pad_constant", 2, _X, _Y,
-             (Attr("pads", "ints", ()), Attr("value", "float", 0.0)), ALL, "pad", False,
+             (Attr("pads", "ints", ()), Attr("value", "float", 0.0, scalar="value")), ALL, "pad",
+             False,
              "pads = (before_0, after_0, before_1, after_1, ...), 2 * ndim values, each >= 0"),
 ]
 

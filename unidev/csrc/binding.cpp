@@ -4,6 +4,11 @@
 // table, keeps its own record of every allocation it made so a freed or foreign handle, an
 // out-of-range view or a negative stride is refused before the plugin ever sees it, and turns
 // every UD_Error into a Python exception from unidev.core.errors.
+//
+// Stream order: each allocation remembers the stream that last used it (0: the binding's default
+// stream of its device). Work on another stream first waits for that point (an event, or a host
+// synchronize when the plugin has no events), copies to and from the host run on it, and the
+// free is enqueued on it, so an allocation is never read, written or released out of order.
 #include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -30,6 +35,95 @@ constexpr int kMaxDims = 16;
   throw py::error_already_set();
 }
 
+std::string show(const py::handle& o) {
+  try {
+    return py::repr(o).cast<std::string>();
+  } catch (...) {
+    return "<unprintable>";
+  }
+}
+
+// Arguments from Python, converted with an error that names the call, the argument, the value
+// and what was expected (pybind11's own casts say "incompatible function arguments" or "'?'").
+// Messages are built only on failure: these run for every tensor of every kernel call.
+[[noreturn]] void bad_arg(const py::handle& o, const std::string& where, const char* arg, long idx,
+                          const std::string& expected) {
+  std::string name = where + ": " + arg + (idx >= 0 ? "[" + std::to_string(idx) + "]" : "");
+  raise_code(UD_ERR_INVALID_ARGUMENT, name + " = " + show(o) + " (" +
+                                          std::string(Py_TYPE(o.ptr())->tp_name) + "), expected " +
+                                          expected);
+}
+
+py::object as_index(const py::handle& o, const std::string& where, const char* arg, long idx) {
+  if (PyBool_Check(o.ptr()) || (!PyLong_Check(o.ptr()) && !PyIndex_Check(o.ptr())))
+    bad_arg(o, where, arg, idx, "an integer");
+  PyObject* r = PyNumber_Index(o.ptr());
+  if (!r) {
+    PyErr_Clear();
+    bad_arg(o, where, arg, idx, "an integer");
+  }
+  return py::reinterpret_steal<py::object>(r);
+}
+
+int64_t to_int(const py::handle& o, const std::string& where, const char* arg, int64_t lo,
+               int64_t hi, long idx = -1) {
+  if (PyLong_CheckExact(o.ptr())) {  // the common case: no conversion object
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+    if (!overflow && v >= lo && v <= hi) return v;
+  }
+  py::object i = as_index(o, where, arg, idx);
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow || v < lo || v > hi)
+    bad_arg(o, where, arg, idx,
+            "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+uint64_t to_u64(const py::handle& o, const std::string& where, const char* arg) {
+  py::object i = as_index(o, where, arg, -1);
+  unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    bad_arg(o, where, arg, -1, "an integer in [0, 18446744073709551615]");
+  }
+  return v;
+}
+int64_t to_i64(const py::handle& o, const std::string& where, const char* arg, long idx = -1) {
+  return to_int(o, where, arg, INT64_MIN, INT64_MAX, idx);
+}
+int32_t to_i32(const py::handle& o, const std::string& where, const char* arg) {
+  return int32_t(to_int(o, where, arg, INT32_MIN, INT32_MAX));
+}
+uint32_t to_u32(const py::handle& o, const std::string& where, const char* arg) {
+  return uint32_t(to_int(o, where, arg, 0, UINT32_MAX));
+}
+std::vector<int64_t> to_i64s(const py::handle& o, const std::string& where, const char* arg) {
+  if (!PyList_Check(o.ptr()) && !PyTuple_Check(o.ptr()))
+    bad_arg(o, where, arg, -1, "a list or tuple of integers");
+  auto seq = py::reinterpret_borrow<py::sequence>(o);
+  std::vector<int64_t> v(seq.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = to_i64(seq[i], where, arg, long(i));
+  return v;
+}
+std::string to_str(const py::handle& o, const std::string& where, const char* arg) {
+  if (!PyUnicode_Check(o.ptr())) bad_arg(o, where, arg, -1, "a str");
+  return o.cast<std::string>();
+}
+double to_f64(const py::handle& o, const std::string& where, const char* arg) {
+  double v = PyFloat_AsDouble(o.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    bad_arg(o, where, arg, -1, "a float");
+  }
+  return v;
+}
+bool to_bool(const py::handle& o, const std::string& where, const char* arg) {
+  if (PyBool_Check(o.ptr())) return o.ptr() == Py_True;
+  int64_t v = to_int(o, where, arg, 0, 1);
+  return v != 0;
+}
+
 struct DTypeInfo {
   const char* name;
   uint8_t code;
@@ -54,6 +148,7 @@ constexpr size_t kMinApiSize = offsetof(UD_Api, kernel_lookup) + sizeof(void*);
 struct Allocation {
   int32_t device;
   uint64_t size;
+  uint64_t stream;  // the stream that last used it; 0 = the binding's default stream
 };
 
 class Library;
@@ -62,8 +157,8 @@ class Kernel {
  public:
   Kernel(std::shared_ptr<Library> lib, std::string op, UD_KernelFn fn)
       : lib_(std::move(lib)), op_(std::move(op)), fn_(fn) {}
-  void call(int32_t device, const py::list& inputs, const py::list& outputs, const py::list& attrs,
-            uint64_t stream);
+  void call(const py::object& device, const py::object& inputs, const py::object& outputs,
+            const py::object& attrs, const py::object& stream);
   const std::string& op() const { return op_; }
 
  private:
@@ -121,6 +216,8 @@ class Library : public std::enable_shared_from_this<Library> {
   ~Library() {
     // Leave the library mapped: plugin threads or atexit handlers may still run its code, and
     // unloading a library with live threads crashes at exit.
+    for (auto& [dev, e] : order_events_)
+      if (e && api_->event_destroy) api_->event_destroy(e);
     for (auto& [dev, s] : streams_) api_->stream_destroy(s);
   }
 
@@ -215,17 +312,64 @@ class Library : public std::enable_shared_from_this<Library> {
     return stream ? user_stream(stream, "stream", device) : this->stream(device);
   }
 
+  // Makes work enqueued on `to` from now on run after everything enqueued on `from` so far
+  // (both on `device`; 0 is the default stream): an event when the plugin has them, else the
+  // host waits for `from`.
+  void order(int32_t device, uint64_t from, uint64_t to) {
+    if (from == to) return;
+    UD_Stream sf = pick(device, from), st = pick(device, to);
+    if (api_->event_create && api_->event_record && api_->stream_wait_event) {
+      UD_Event& e = order_events_[device];
+      if (!e) check(api_->event_create(device, &e), "stream order: event_create");
+      check(api_->event_record(e, sf), "stream order: event_record");
+      check(api_->stream_wait_event(st, e), "stream order: stream_wait_event");
+      return;
+    }
+    UD_Error* err;
+    {
+      py::gil_scoped_release nogil;
+      err = api_->stream_synchronize(sf);
+    }
+    check(err, "stream order: stream_synchronize");
+  }
+
+  // Orders the next use of allocation `handle` on `stream` after its previous use.
+  void use(uint64_t handle, uint64_t stream) {
+    uint64_t last;
+    int32_t dev;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = allocs_.find(handle);
+      if (it == allocs_.end() || it->second.stream == stream) return;
+      last = it->second.stream;
+      dev = it->second.device;
+    }
+    order(dev, last, stream);
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = allocs_.find(handle);
+    if (it != allocs_.end()) it->second.stream = stream;
+  }
+
+  uint64_t alloc_stream(uint64_t handle) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = allocs_.find(handle);
+    return it == allocs_.end() ? 0 : it->second.stream;
+  }
+
   uint64_t malloc(int32_t device, uint64_t size, uint64_t stream) {
     UD_Stream s = pick(device, stream);
     UD_Handle h = 0;
     check(api_->mem_alloc(device, s, size, &h), "malloc(" + std::to_string(size) + " bytes)");
     if (h == 0) raise_code(UD_ERR_INTERNAL, "malloc: plugin returned handle 0");
     std::lock_guard<std::mutex> g(mu_);
-    allocs_[h] = Allocation{device, size};
+    allocs_[h] = Allocation{device, size, stream};
     return h;
   }
 
+  // `stream` 0: free on the stream that last used the allocation; another stream first waits
+  // for that use.
   void free(int32_t device, uint64_t handle, uint64_t stream) {
+    uint64_t on;
     {
       std::lock_guard<std::mutex> g(mu_);
       auto it = allocs_.find(handle);
@@ -236,9 +380,19 @@ class Library : public std::enable_shared_from_this<Library> {
         raise_code(UD_ERR_INVALID_ARGUMENT, "free: handle belongs to device " +
                                                 std::to_string(it->second.device) + ", not " +
                                                 std::to_string(device));
-      allocs_.erase(it);
+      on = it->second.stream;
     }
-    check(api_->mem_free(device, pick(device, stream), handle), "free");
+    if (stream) {
+      user_stream(stream, "free", device);
+      order(device, on, stream);
+      on = stream;
+    }
+    UD_Stream s = pick(device, on);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      allocs_.erase(handle);
+    }
+    check(api_->mem_free(device, s, handle), "free");
   }
 
   // Validates that [offset, offset + size) lies in the live allocation `handle`.
@@ -256,39 +410,46 @@ class Library : public std::enable_shared_from_this<Library> {
     return it->second;
   }
 
+  // Host copies run on the stream that last used the allocation and wait for it.
   void copy_h2d(uint64_t handle, uint64_t offset, const py::buffer& src) {
     py::buffer_info info = src.request();
     uint64_t size = uint64_t(info.size) * uint64_t(info.itemsize);
     if (!contiguous(info)) raise_code(UD_ERR_INVALID_ARGUMENT, "copy_h2d: source not contiguous");
-    int32_t dev = range("copy_h2d", handle, offset, size).device;
-    UD_Stream s = stream(dev);
+    Allocation a = range("copy_h2d", handle, offset, size);
+    UD_Stream s = pick(a.device, a.stream);
+    Pending failed{api_};
     {
       py::gil_scoped_release nogil;
-      check_nogil(api_->memcpy_h2d(s, handle + offset, info.ptr, size));
-      check_nogil(api_->stream_synchronize(s));
+      failed.check(api_->memcpy_h2d(s, handle + offset, info.ptr, size));
+      failed.check(api_->stream_synchronize(s));
     }
-    rethrow("copy_h2d");
+    failed.rethrow("copy_h2d");
   }
 
   void copy_d2h(uint64_t handle, uint64_t offset, const py::buffer& dst) {
     py::buffer_info info = dst.request(true);
     uint64_t size = uint64_t(info.size) * uint64_t(info.itemsize);
     if (!contiguous(info)) raise_code(UD_ERR_INVALID_ARGUMENT, "copy_d2h: target not contiguous");
-    int32_t dev = range("copy_d2h", handle, offset, size).device;
-    UD_Stream s = stream(dev);
+    Allocation a = range("copy_d2h", handle, offset, size);
+    UD_Stream s = pick(a.device, a.stream);
+    Pending failed{api_};
     {
       py::gil_scoped_release nogil;
-      check_nogil(api_->memcpy_d2h(s, info.ptr, handle + offset, size));
-      check_nogil(api_->stream_synchronize(s));
+      failed.check(api_->memcpy_d2h(s, info.ptr, handle + offset, size));
+      failed.check(api_->stream_synchronize(s));
     }
-    rethrow("copy_d2h");
+    failed.rethrow("copy_d2h");
   }
 
   void copy_d2d(uint64_t dst, uint64_t dst_off, uint64_t src, uint64_t src_off, uint64_t size,
                 uint64_t stream) {
     int32_t dev = range("copy_d2d(dst)", dst, dst_off, size).device;
-    range("copy_d2d(src)", src, src_off, size);
-    check(api_->memcpy_d2d(pick(dev, stream), dst + dst_off, src + src_off, size), "copy_d2d");
+    if (range("copy_d2d(src)", src, src_off, size).device != dev)
+      raise_code(UD_ERR_INVALID_ARGUMENT, "copy_d2d: src and dst are on different devices");
+    UD_Stream s = pick(dev, stream);
+    use(dst, stream);
+    use(src, stream);
+    check(api_->memcpy_d2d(s, dst + dst_off, src + src_off, size), "copy_d2d");
   }
 
   void memset(uint64_t handle, uint64_t offset, uint64_t pattern, uint32_t elem_size,
@@ -296,8 +457,26 @@ class Library : public std::enable_shared_from_this<Library> {
     if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
       raise_code(UD_ERR_INVALID_ARGUMENT,
                  "memset: elem_size " + std::to_string(elem_size) + ", expected 1, 2, 4 or 8");
+    if (count > (uint64_t(1) << 62) / elem_size)
+      raise_code(UD_ERR_INVALID_ARGUMENT, "memset: count " + std::to_string(count) +
+                                              " elements of " + std::to_string(elem_size) +
+                                              " bytes overflows");
     int32_t dev = range("memset", handle, offset, elem_size * count).device;
-    check(api_->memset(pick(dev, stream), handle + offset, pattern, elem_size, count), "memset");
+    UD_Stream s = pick(dev, stream);
+    use(handle, stream);
+    check(api_->memset(s, handle + offset, pattern, elem_size, count), "memset");
+  }
+
+  // Waits for the last use of allocation `handle` (DLPack export hands its memory to the host).
+  void synchronize_allocation(uint64_t handle) {
+    Allocation a = range("synchronize_allocation", handle, 0, 0);
+    UD_Stream s = pick(a.device, a.stream);
+    UD_Error* err;
+    {
+      py::gil_scoped_release nogil;
+      err = api_->stream_synchronize(s);
+    }
+    check(err, "synchronize_allocation");
   }
 
   void synchronize(int32_t device) {
@@ -319,11 +498,15 @@ class Library : public std::enable_shared_from_this<Library> {
     user_streams_[reinterpret_cast<uint64_t>(s)] = device;
     return reinterpret_cast<uint64_t>(s);
   }
+  // The plugin waits for the stream's work; allocations it used last go back to the default
+  // stream, so their free and reads need no stream that no longer exists.
   void stream_destroy(uint64_t s) {
     UD_Stream st = user_stream(s, "stream_destroy");
     {
       std::lock_guard<std::mutex> g(mu_);
       user_streams_.erase(s);
+      for (auto& [h, a] : allocs_)
+        if (a.stream == s) a.stream = 0;
     }
     check(api_->stream_destroy(st), "stream_destroy");
   }
@@ -410,27 +593,27 @@ class Library : public std::enable_shared_from_this<Library> {
   const UD_Api* api_ = nullptr;
   int32_t dl_type_ = UD_DLPACK_EXT_DEV;
   std::map<int32_t, UD_Stream> streams_;
+  std::map<int32_t, UD_Event> order_events_;  // one per device, re-recorded by order()
   std::map<uint64_t, int32_t> user_streams_;  // made by stream_create: handle -> device
   std::set<uint64_t> user_events_;
-  // an error seen while the GIL was released, raised once it is held again
-  int pending_code_ = 0;
-  std::string pending_msg_;
-
-  void check_nogil(UD_Error* err) {
-    if (!err || pending_code_) {
-      if (err) api_->error_destroy(err);
-      return;
+  // The first error seen while the GIL was released, raised once it is held again. One per call,
+  // on the caller's stack: a member would let another thread's copy take or drop this one.
+  struct Pending {
+    const UD_Api* api;
+    int code = 0;
+    std::string msg;
+    void check(UD_Error* err) {
+      if (!err) return;
+      if (!code) {
+        code = api->error_code(err);
+        msg = api->error_message(err);
+      }
+      api->error_destroy(err);
     }
-    pending_code_ = api_->error_code(err);
-    pending_msg_ = api_->error_message(err);
-    api_->error_destroy(err);
-  }
-  void rethrow(const std::string& what) {
-    if (!pending_code_) return;
-    int code = pending_code_;
-    pending_code_ = 0;
-    raise_code(code, what + ": " + pending_msg_);
-  }
+    void rethrow(const std::string& what) const {
+      if (code) raise_code(code, what + ": " + msg);
+    }
+  };
   void need(const void* fn, const char* what) {
     if (!fn) raise_code(UD_ERR_UNSUPPORTED, std::string(what) + ": not implemented by plugin");
   }
@@ -454,6 +637,7 @@ class Library : public std::enable_shared_from_this<Library> {
 // A tensor from Python: (handle, byte_offset, dtype, shape, strides).
 struct TensorArg {
   UD_Tensor t;
+  uint64_t last_stream;  // the stream that used the allocation before this call
   int64_t shape[kMaxDims];
   int64_t strides[kMaxDims];
 };
@@ -465,15 +649,16 @@ void fill_tensor(Library& lib, int32_t device, const std::string& where, const p
     out.t.ndim = -1;
     return;
   }
-  auto tup = obj.cast<py::tuple>();
-  if (tup.size() != 5)
-    raise_code(UD_ERR_INVALID_ARGUMENT,
-               where + ": expected (handle, byte_offset, dtype, shape, strides)");
-  uint64_t handle = tup[0].cast<uint64_t>();
-  int64_t offset = tup[1].cast<int64_t>();
-  UD_DType dt = parse_dtype(tup[2].cast<std::string>(), where);
-  auto shape = tup[3].cast<std::vector<int64_t>>();
-  auto strides = tup[4].cast<std::vector<int64_t>>();
+  if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 5)
+    raise_code(UD_ERR_INVALID_ARGUMENT, where + " = " + show(obj) +
+                                            ", expected (handle, byte_offset, dtype, shape, "
+                                            "strides) or None");
+  auto tup = py::reinterpret_borrow<py::tuple>(obj);
+  uint64_t handle = to_u64(tup[0], where, "handle");
+  int64_t offset = to_i64(tup[1], where, "byte_offset");
+  UD_DType dt = parse_dtype(to_str(tup[2], where, "dtype"), where);
+  auto shape = to_i64s(tup[3], where, "shape");
+  auto strides = to_i64s(tup[4], where, "strides");
   if (shape.size() != strides.size())
     raise_code(UD_ERR_INVALID_ARGUMENT, where + ": shape has " + std::to_string(shape.size()) +
                                             " dims but strides has " +
@@ -509,6 +694,7 @@ void fill_tensor(Library& lib, int32_t device, const std::string& where, const p
     raise_code(UD_ERR_INVALID_ARGUMENT, where + ": tensor is on device " +
                                             std::to_string(a.device) + ", the call is on " +
                                             std::to_string(device));
+  out.last_stream = a.stream;
   out.t.handle = handle;
   out.t.device = UD_DeviceRef{lib.dl_device_type(), device};
   out.t.ndim = int32_t(shape.size());
@@ -525,9 +711,19 @@ struct AttrArg {
   std::vector<int64_t> ints;
 };
 
-void Kernel::call(int32_t device, const py::list& inputs, const py::list& outputs,
-                  const py::list& attrs, uint64_t stream) {
+void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
+                  const py::object& outputs_obj, const py::object& attrs_obj,
+                  const py::object& stream_obj) {
   Library& lib = *lib_;
+  int32_t device = to_i32(device_obj, op_, "device");
+  uint64_t stream = to_u64(stream_obj, op_, "stream");
+  for (auto [o, name] : {std::pair{&inputs_obj, "inputs"}, std::pair{&outputs_obj, "outputs"},
+                         std::pair{&attrs_obj, "attrs"}})
+    if (!PyList_Check(o->ptr())) bad_arg(*o, op_, name, -1, "a list");
+  auto inputs = py::reinterpret_borrow<py::list>(inputs_obj);
+  auto outputs = py::reinterpret_borrow<py::list>(outputs_obj);
+  auto attrs = py::reinterpret_borrow<py::list>(attrs_obj);
+  UD_Stream ustream = lib.pick(device, stream);
   std::vector<TensorArg> in(inputs.size()), out(outputs.size());
   for (size_t i = 0; i < in.size(); ++i)
     fill_tensor(lib, device, op_ + ": input " + std::to_string(i), inputs[i], in[i]);
@@ -538,31 +734,50 @@ void Kernel::call(int32_t device, const py::list& inputs, const py::list& output
   }
   std::vector<AttrArg> at(attrs.size());
   for (size_t i = 0; i < at.size(); ++i) {
-    auto tup = attrs[i].cast<py::tuple>();
+    if (!PyTuple_Check(attrs[i].ptr()) || PyTuple_GET_SIZE(attrs[i].ptr()) != 3)
+      raise_code(UD_ERR_INVALID_ARGUMENT, op_ + ": attrs[" + std::to_string(i) + "] = " +
+                                              show(attrs[i]) + ", expected (name, type, value)");
+    auto tup = py::reinterpret_borrow<py::tuple>(attrs[i]);
     AttrArg& a = at[i];
-    a.name = tup[0].cast<std::string>();
-    std::string type = tup[1].cast<std::string>();
+    a.name = to_str(tup[0], op_, "attribute name");
+    std::string type = to_str(tup[1], op_, "attribute type");
     a.a.name = a.name.c_str();
+    py::handle v = tup[2];
+    if (type == "int" && PyLong_CheckExact(v.ptr())) {  // fast paths: no message strings
+      int overflow = 0;
+      a.a.type = UD_ATTR_INT;
+      a.a.value.i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+      if (!overflow) continue;
+    } else if (type == "float" && PyFloat_CheckExact(v.ptr())) {
+      a.a.type = UD_ATTR_FLOAT;
+      a.a.value.f = PyFloat_AS_DOUBLE(v.ptr());
+      continue;
+    }
+    std::string an = "attribute '" + a.name + "'";
     if (type == "int") {
       a.a.type = UD_ATTR_INT;
-      a.a.value.i = tup[2].cast<int64_t>();
+      a.a.value.i = to_i64(v, op_, an.c_str());
     } else if (type == "float") {
       a.a.type = UD_ATTR_FLOAT;
-      a.a.value.f = tup[2].cast<double>();
+      a.a.value.f = to_f64(v, op_, an.c_str());
     } else if (type == "bool") {
       a.a.type = UD_ATTR_BOOL;
-      a.a.value.b = tup[2].cast<bool>() ? 1 : 0;
+      a.a.value.b = to_bool(v, op_, an.c_str()) ? 1 : 0;
     } else if (type == "str") {
       a.a.type = UD_ATTR_STRING;
-      a.str = tup[2].cast<std::string>();
+      a.str = to_str(v, op_, an.c_str());
     } else if (type == "ints") {
       a.a.type = UD_ATTR_INTS;
-      a.ints = tup[2].cast<std::vector<int64_t>>();
+      a.ints = to_i64s(v, op_, an.c_str());
     } else {
       raise_code(UD_ERR_INVALID_ARGUMENT, op_ + ": attribute '" + a.name + "' has type '" + type +
                                               "', expected int, float, bool, str or ints");
     }
   }
+  // every operand's previous use (on whichever stream) comes before this kernel
+  for (auto* group : {&in, &out})
+    for (auto& t : *group)
+      if (t.t.ndim >= 0 && t.last_stream != stream) lib.use(t.t.handle, stream);
   // pointers into the vectors only once they no longer move
   std::vector<UD_Tensor> tin, tout;
   std::vector<UD_Attr> tattr;
@@ -581,7 +796,7 @@ void Kernel::call(int32_t device, const py::list& inputs, const py::list& output
   std::memset(&args, 0, sizeof args);
   args.struct_size = sizeof args;
   args.device = device;
-  args.stream = lib.pick(device, stream);
+  args.stream = ustream;
   args.inputs = tin.data();
   args.num_inputs = int32_t(tin.size());
   args.outputs = tout.data();
@@ -675,28 +890,86 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("abi", [](const Library& l) { return py::make_tuple(l.api()->abi_major, l.api()->abi_minor); })
       .def_property_readonly("api_address", [](const Library& l) { return reinterpret_cast<uint64_t>(l.api()); })
       .def("device_count", &Library::device_count)
-      .def("device_properties", &Library::device_properties, py::arg("device"))
-      .def("memory_info", &Library::memory_info, py::arg("device"))
-      .def("malloc", &Library::malloc, py::arg("device"), py::arg("size"), py::arg("stream") = 0)
-      .def("free", &Library::free, py::arg("device"), py::arg("handle"), py::arg("stream") = 0)
-      .def("copy_h2d", &Library::copy_h2d, py::arg("handle"), py::arg("offset"), py::arg("src"))
-      .def("copy_d2h", &Library::copy_d2h, py::arg("handle"), py::arg("offset"), py::arg("dst"))
-      .def("copy_d2d", &Library::copy_d2d, py::arg("dst"), py::arg("dst_offset"), py::arg("src"),
-           py::arg("src_offset"), py::arg("size"), py::arg("stream") = 0)
-      .def("memset", &Library::memset, py::arg("handle"), py::arg("offset"), py::arg("pattern"),
-           py::arg("elem_size"), py::arg("count"), py::arg("stream") = 0)
-      .def("synchronize", &Library::synchronize, py::arg("device"))
-      .def("stream_create", &Library::stream_create, py::arg("device"))
-      .def("stream_destroy", &Library::stream_destroy)
-      .def("stream_synchronize", &Library::stream_synchronize)
-      .def("stream_query", &Library::stream_query)
-      .def("stream_wait_event", &Library::stream_wait_event)
-      .def("event_create", &Library::event_create, py::arg("device"))
-      .def("event_destroy", &Library::event_destroy)
-      .def("event_record", &Library::event_record)
-      .def("event_query", &Library::event_query)
-      .def("event_synchronize", &Library::event_synchronize)
-      .def("kernel", &Library::kernel, py::arg("op"), py::arg("dtype"))
+      .def("device_properties", [](Library& l, const py::object& d) {
+             return l.device_properties(to_i32(d, "device_properties", "device"));
+           }, py::arg("device"))
+      .def("memory_info", [](Library& l, const py::object& d) {
+             return l.memory_info(to_i32(d, "memory_info", "device"));
+           }, py::arg("device"))
+      .def("malloc", [](Library& l, const py::object& d, const py::object& n,
+                        const py::object& s) {
+             return l.malloc(to_i32(d, "malloc", "device"), to_u64(n, "malloc", "size"),
+                             to_u64(s, "malloc", "stream"));
+           }, py::arg("device"), py::arg("size"), py::arg("stream") = 0)
+      .def("free", [](Library& l, const py::object& d, const py::object& h, const py::object& s) {
+             l.free(to_i32(d, "free", "device"), to_u64(h, "free", "handle"),
+                    to_u64(s, "free", "stream"));
+           }, py::arg("device"), py::arg("handle"), py::arg("stream") = 0)
+      .def("copy_h2d", [](Library& l, const py::object& h, const py::object& off,
+                          const py::buffer& src) {
+             l.copy_h2d(to_u64(h, "copy_h2d", "handle"), to_u64(off, "copy_h2d", "offset"), src);
+           }, py::arg("handle"), py::arg("offset"), py::arg("src"))
+      .def("copy_d2h", [](Library& l, const py::object& h, const py::object& off,
+                          const py::buffer& dst) {
+             l.copy_d2h(to_u64(h, "copy_d2h", "handle"), to_u64(off, "copy_d2h", "offset"), dst);
+           }, py::arg("handle"), py::arg("offset"), py::arg("dst"))
+      .def("copy_d2d", [](Library& l, const py::object& dst, const py::object& doff,
+                          const py::object& src, const py::object& soff, const py::object& n,
+                          const py::object& s) {
+             l.copy_d2d(to_u64(dst, "copy_d2d", "dst"), to_u64(doff, "copy_d2d", "dst_offset"),
+                        to_u64(src, "copy_d2d", "src"), to_u64(soff, "copy_d2d", "src_offset"),
+                        to_u64(n, "copy_d2d", "size"), to_u64(s, "copy_d2d", "stream"));
+           }, py::arg("dst"), py::arg("dst_offset"), py::arg("src"), py::arg("src_offset"),
+           py::arg("size"), py::arg("stream") = 0)
+      .def("memset", [](Library& l, const py::object& h, const py::object& off,
+                        const py::object& pattern, const py::object& elem, const py::object& n,
+                        const py::object& s) {
+             l.memset(to_u64(h, "memset", "handle"), to_u64(off, "memset", "offset"),
+                      to_u64(pattern, "memset", "pattern"), to_u32(elem, "memset", "elem_size"),
+                      to_u64(n, "memset", "count"), to_u64(s, "memset", "stream"));
+           }, py::arg("handle"), py::arg("offset"), py::arg("pattern"), py::arg("elem_size"),
+           py::arg("count"), py::arg("stream") = 0)
+      .def("synchronize", [](Library& l, const py::object& d) {
+             l.synchronize(to_i32(d, "synchronize", "device"));
+           }, py::arg("device"))
+      .def("synchronize_allocation", [](Library& l, const py::object& h) {
+             l.synchronize_allocation(to_u64(h, "synchronize_allocation", "handle"));
+           }, py::arg("handle"))
+      .def("stream_create", [](Library& l, const py::object& d) {
+             return l.stream_create(to_i32(d, "stream_create", "device"));
+           }, py::arg("device"))
+      .def("stream_destroy", [](Library& l, const py::object& s) {
+             l.stream_destroy(to_u64(s, "stream_destroy", "stream"));
+           }, py::arg("stream"))
+      .def("stream_synchronize", [](Library& l, const py::object& s) {
+             l.stream_synchronize(to_u64(s, "stream_synchronize", "stream"));
+           }, py::arg("stream"))
+      .def("stream_query", [](Library& l, const py::object& s) {
+             return l.stream_query(to_u64(s, "stream_query", "stream"));
+           }, py::arg("stream"))
+      .def("stream_wait_event", [](Library& l, const py::object& s, const py::object& e) {
+             l.stream_wait_event(to_u64(s, "stream_wait_event", "stream"),
+                                 to_u64(e, "stream_wait_event", "event"));
+           }, py::arg("stream"), py::arg("event"))
+      .def("event_create", [](Library& l, const py::object& d) {
+             return l.event_create(to_i32(d, "event_create", "device"));
+           }, py::arg("device"))
+      .def("event_destroy", [](Library& l, const py::object& e) {
+             l.event_destroy(to_u64(e, "event_destroy", "event"));
+           }, py::arg("event"))
+      .def("event_record", [](Library& l, const py::object& e, const py::object& s) {
+             l.event_record(to_u64(e, "event_record", "event"),
+                            to_u64(s, "event_record", "stream"));
+           }, py::arg("event"), py::arg("stream"))
+      .def("event_query", [](Library& l, const py::object& e) {
+             return l.event_query(to_u64(e, "event_query", "event"));
+           }, py::arg("event"))
+      .def("event_synchronize", [](Library& l, const py::object& e) {
+             l.event_synchronize(to_u64(e, "event_synchronize", "event"));
+           }, py::arg("event"))
+      .def("kernel", [](Library& l, const py::object& op, const py::object& dt) {
+             return l.kernel(to_str(op, "kernel", "op"), to_str(dt, "kernel", "dtype"));
+           }, py::arg("op"), py::arg("dtype"))
       .def("live_allocations", &Library::live_allocations);
 
   m.def("make_dlpack", &make_dlpack, py::arg("data"), py::arg("device_type"),
