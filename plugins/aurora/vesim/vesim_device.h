@@ -27,7 +27,8 @@ VESIMresult vesimDevResolve(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t byt
 /* Resolves `ptr` for writing only: no poison check. The range is recorded first, whatever this
  * call returns: if the kernel fails (an error, a crash), the range is poisoned with its failure;
  * if it succeeds and `dense` is set (the kernel writes every byte of the range), the range's
- * poison is lifted. Resolve every output this way before anything that can fail. */
+ * poison is lifted. Resolve every output this way before anything that can fail, on the
+ * kernel's own thread (not inside a vesimDevParallelFor body). */
 VESIMresult vesimDevResolveOut(VESIMkernel_ctx* k, VESIMdeviceptr ptr, uint64_t bytes, int dense,
                                const char* what, void** addr);
 
