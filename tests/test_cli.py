@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+from wrongplugin import crash_site
 
 
 def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -33,3 +36,17 @@ def test_doctor(subprocess_env):
     out = _cli("doctor", env=subprocess_env)
     assert out.returncode == 0, out.stderr
     assert "cmake" in out.stdout and "numpy" in out.stdout and "unidev._C   ABI 1.0" in out.stdout
+
+
+def test_list_survives_crashing_plugins_and_reprobes(subprocess_env, tmp_path_factory, tmp_path):
+    env = dict(subprocess_env, UNIDEV_CACHE_DIR=str(tmp_path / "cache"), UNIDEV_PROBE_TIMEOUT="2")
+    env["PYTHONPATH"] = os.pathsep.join([str(crash_site(tmp_path_factory)), env["PYTHONPATH"]])
+    for args in (("list",), ("list", "--reprobe")):
+        out = _cli(*args, env=env)
+        assert out.returncode == 0, (out.returncode, out.stdout[-2000:], out.stderr[-2000:])
+        assert "killed by SIGSEGV in device_count" in out.stdout
+        assert "timed out after 2 s in device_count" in out.stdout
+        assert "SystemExit: 3" in out.stdout and "SystemExit: 4" in out.stdout
+        assert any(line.startswith("testdev ") and line.rstrip().endswith(" ok")
+                   for line in out.stdout.splitlines()), out.stdout
+    assert "cached verdicts dropped" in out.stdout

@@ -93,3 +93,13 @@ def make_crash_site(root: Path, native: bool = True, python: bool = True) -> Pat
         for ep, source in PYTHON_FAULTS.items():
             add_distribution(site, f"unidev-{ep}", f"unidev_{ep}", source, ep_name=ep)
     return site
+
+
+_crash_sites: dict[str, Path] = {}
+
+
+def crash_site(tmp_path_factory) -> Path:
+    """make_crash_site() built once per test session (shared by several test modules)."""
+    if "site" not in _crash_sites:
+        _crash_sites["site"] = make_crash_site(tmp_path_factory.mktemp("crashplugins"))
+    return _crash_sites["site"]

@@ -120,6 +120,7 @@ def _load_library(rec: PluginRecord, lib_cls: Any) -> None:
 
 PROBE_TIMEOUT_S = 20.0
 _PROBE_FORMAT = 1  # bump when the probe runs something new
+_STARTUP_S = 120.0  # for the child's interpreter and imports, before the timeout starts
 _RETRY_HUNG_S = 3600.0  # a hang may be a loaded machine: probe again after this long
 _MAX_PROBED_DEVICES = 64
 
@@ -240,38 +241,47 @@ def _probe_timeout() -> float:
 
 
 class _Probe:
-    """One child process probing one library."""
+    """One child process probing one library. The timeout counts from the child's "start"
+    (its interpreter and unidev imported), so a slow start on a loaded machine is no hang."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.proto = tempfile.TemporaryFile()
         self.out = tempfile.TemporaryFile()
         package_parent = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+        python = os.environ.get("UNIDEV_PROBE_PYTHON") or sys.executable  # for embedders
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, package_parent, path, str(self.proto.fileno())],
+            [python, "-c", _CHILD, package_parent, path, str(self.proto.fileno())],
             stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
             pass_fds=(self.proto.fileno(),), start_new_session=True, close_fds=True)
-        self.deadline = time.monotonic() + _probe_timeout()
+        self.deadline = time.monotonic() + _STARTUP_S
+        self.started = False
+        self.hung = False
 
-    def _kill(self) -> None:
+    def kill(self) -> None:
         with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # the child's own children too
         with contextlib.suppress(OSError):
             self.proc.kill()
         self.proc.wait()
 
-    def finish(self) -> dict:
-        """Wait (up to the deadline) and turn what the child reported into a verdict."""
-        hung = False
-        try:
-            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            hung = True
-            self._kill()
-        except BaseException:
-            self._kill()
-            raise
-        rc = self.proc.returncode
+    def poll(self) -> bool:
+        """True once the child has ended (or was killed for running past its deadline)."""
+        if self.proc.poll() is not None:
+            return True
+        now = time.monotonic()
+        # the child shares the file offset: look at the size, never seek while it runs
+        if not self.started and os.fstat(self.proto.fileno()).st_size > 0:
+            self.started, self.deadline = True, now + _probe_timeout()
+        if now > self.deadline:
+            self.hung = True
+            self.kill()
+            return True
+        return False
+
+    def verdict(self) -> dict:
+        """What the ended child reported, as a verdict."""
+        rc, hung = self.proc.returncode, self.hung
         self.proto.seek(0)
         lines = self.proto.read().decode(errors="replace").splitlines()
         self.out.seek(0, os.SEEK_END)
@@ -288,12 +298,13 @@ class _Probe:
             verdict["ok"] = True
         elif not stages:  # the child never reached the plugin: nothing is known about it
             verdict["cache"] = False
-            verdict["error"] = (f"the probe process failed before loading the library (exit "
-                                f"status {rc}): {tail or 'no output'}")
+            how = (f"did not start within {_STARTUP_S:g} s" if hung
+                   else f"failed before loading the library (exit status {rc})")
+            verdict["error"] = f"the probe process {how}: {tail or 'no output'}"
         elif hung:
             verdict["error"] = (f"timed out after {_probe_timeout():g} s in {where} (the library "
                                 "hangs there)")
-        elif rc is not None and rc < 0:
+        elif rc < 0:
             try:
                 sig = signal.Signals(-rc).name
             except ValueError:
@@ -304,6 +315,20 @@ class _Probe:
         if verdict["error"] and stages and tail:
             verdict["error"] += f"; its output: {tail}"
         return verdict
+
+
+def _run_probes(probes: list[_Probe]) -> None:
+    """Wait for all probes together, so each one's deadline is judged on time."""
+    running = list(probes)
+    try:
+        while running:
+            running = [p for p in running if not p.poll()]
+            if running:
+                time.sleep(0.01)
+    except BaseException:
+        for p in running:
+            p.kill()
+        raise
 
 
 def _verdict_dir() -> Path:
@@ -367,8 +392,9 @@ def _verdicts(wanted: dict[str, str]) -> dict[str, dict]:
             except OSError as exc:
                 found[key] = {"ok": False, "cache": False, "hung": False, "source": probed,
                               "error": f"could not start the probe process: {exc}"}
+        _run_probes(list(probes.values()))
         for key, probe in probes.items():
-            verdict = probe.finish()
+            verdict = probe.verdict()
             verdict["key"] = key
             if folder is not None and verdict["cache"]:
                 with contextlib.suppress(OSError):
