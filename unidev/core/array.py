@@ -34,6 +34,9 @@ def check_int(value, what: str, lo: int = -INT64_MAX - 1, hi: int = INT64_MAX) -
 
 def check_shape(shape, what: str, note: str = "") -> tuple[int, ...]:
     """A shape (or strides) as a tuple of ints >= 0, at most MAX_DIMS of them."""
+    if type(shape) is tuple and len(shape) <= MAX_DIMS and \
+            all(type(d) is int and 0 <= d <= INT64_MAX for d in shape):
+        return shape  # the common case, checked without building messages
     if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
         shape = (shape,)
     try:
@@ -69,9 +72,10 @@ class Buffer:
             self._freed = True
             self.lib.free(self.device.index, self.handle)
 
-    def check_live(self, what: str) -> None:
+    def check_live(self, what: str | DeviceArray) -> None:
+        """UnknownHandleError naming `what` (a view's repr is made only then) if freed."""
         if self._freed:
-            raise UnknownHandleError(f"{what}: its buffer (handle {self.handle:#x}) was freed")
+            raise UnknownHandleError(f"{what!s}: its buffer (handle {self.handle:#x}) was freed")
 
     @property
     def freed(self) -> bool:
@@ -103,17 +107,20 @@ class DeviceArray:
         """Checks the view against the contract (strides >= 0) and its allocation's extent."""
         self.buffer = buffer
         self.dtype = dtypes.check(dtype)
-        self.shape = check_shape(shape, f"{what}: shape")
+        self.shape = check_shape(tuple(shape) if isinstance(shape, list) else shape,
+                                 what + ": shape")
         if strides is None:
             self.strides = _contiguous_strides(self.shape)
         else:
-            self.strides = check_shape(strides, f"{what}: strides",
+            self.strides = check_shape(tuple(strides) if isinstance(strides, list) else strides,
+                                       what + ": strides",
                                        " (strides are never negative in unidev: unidev.h)")
             if len(self.strides) != len(self.shape):
                 raise InvalidArgumentError(f"{what}: strides {self.strides} have "
                                            f"{len(self.strides)} dims, shape {self.shape} has "
                                            f"{len(self.shape)}")
-        self.offset = check_int(offset, f"{what}: offset", 0)
+        self.offset = offset if type(offset) is int and 0 <= offset <= INT64_MAX else \
+            check_int(offset, what + ": offset", 0)
         item = dtypes.itemsize(self.dtype)
         if any(d == 0 for d in self.shape):
             end = self.offset * item
@@ -124,6 +131,14 @@ class DeviceArray:
             raise OutOfBoundsError(
                 f"{what}: view shape {self.shape}, strides {self.strides}, offset {self.offset} "
                 f"({self.dtype}) reaches byte {end}, past the allocation of {buffer.nbytes} bytes")
+
+    @classmethod
+    def _trusted(cls, buffer: Buffer, shape: tuple, dtype: str, strides: tuple,
+                 offset: int) -> DeviceArray:
+        """A view known to be valid (checked shape, derived from a checked view): no checks."""
+        a = cls.__new__(cls)
+        a.buffer, a.shape, a.dtype, a.strides, a.offset = buffer, shape, dtype, strides, offset
+        return a
 
     # ---- construction --------------------------------------------------------------------
     @classmethod
@@ -136,7 +151,8 @@ class DeviceArray:
         if nbytes > MAX_BYTES:
             raise InvalidArgumentError(f"empty: shape {shape} of {dtype} needs {nbytes} bytes, "
                                        f"more than the {MAX_BYTES} a unidev array can span")
-        return cls(Buffer(dev, nbytes, stream), shape, dtype)
+        return cls._trusted(Buffer(dev, nbytes, stream), shape, dtype,
+                            _contiguous_strides(shape), 0)
 
     @classmethod
     def from_numpy(cls, array: np.ndarray, device: str | Device) -> DeviceArray:
@@ -179,7 +195,8 @@ class DeviceArray:
 
     def descriptor(self) -> tuple:
         """(handle, byte_offset, dtype, shape, strides) as unidev._C kernels take it."""
-        self.buffer.check_live(f"{self!r}")
+        if self.buffer._freed:
+            self.buffer.check_live(repr(self))
         return (self.buffer.handle, self.offset * self.itemsize, self.dtype, self.shape,
                 self.strides)
 
@@ -194,6 +211,13 @@ class DeviceArray:
     def overlaps_itself(self) -> bool:
         """True when two elements of the view may share memory (stride 0 on a dim of size > 1,
         or strides that interleave); cheap unless the strides are unusual."""
+        expect = 1  # C-contiguous (the common case) needs no sorting
+        for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if d != 1 and s != expect:
+                break
+            expect *= d
+        else:
+            return False
         if self.size == 0:
             return False
         dims = sorted((s, d) for d, s in zip(self.shape, self.strides, strict=True) if d > 1)
@@ -241,8 +265,8 @@ class DeviceArray:
             raise InvalidArgumentError(f"transpose: axes {axes} are not a permutation of "
                                        f"{self.ndim} dims")
         axes = tuple(a % self.ndim for a in axes)
-        return self._view([self.shape[a] for a in axes], [self.strides[a] for a in axes],
-                          self.offset, "transpose")
+        return DeviceArray._trusted(self.buffer, tuple(self.shape[a] for a in axes),
+                                    self.dtype, tuple(self.strides[a] for a in axes), self.offset)
 
     @property
     def T(self) -> DeviceArray:
@@ -262,7 +286,8 @@ class DeviceArray:
             else:
                 raise InvalidArgumentError(f"broadcast_to: cannot broadcast {self.shape} to "
                                            f"{shape} (dim {i})")
-        return self._view(shape, strides, self.offset, "broadcast_to")
+        # strides are this view's or 0: the extent stays within this (checked) view's
+        return DeviceArray._trusted(self.buffer, shape, self.dtype, tuple(strides), self.offset)
 
     def reshape(self, *shape: int) -> DeviceArray:
         if len(shape) == 1 and isinstance(shape[0], list | tuple):

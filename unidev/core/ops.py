@@ -26,6 +26,7 @@ from .errors import InvalidArgumentError, UnknownHandleError, UnsupportedError
 __all__ = ["call", "kernel_for", "normalize_attrs"] + sorted(opset.OPS)
 
 _kernels: dict[tuple[int, str, str], Any] = {}
+_MUTATES = {op.name for op in opset.OPS.values() if any(i.mutated for i in op.inputs)}
 
 
 def kernel_for(dev: Device, op: str, dtype: str):
@@ -188,7 +189,8 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     allocated on it and every operand's earlier use, on any stream, comes first.
     """
     schema = opset.get(op)
-    stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)
+    if type(stream) is not int or not 0 <= stream < 2**64:
+        stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)
     if dtype is not None and "dtype" in schema.attr_names:
         attrs["dtype"] = dtype  # cast and arange take their output dtype as an attribute
     given = dict(attrs)
@@ -228,7 +230,7 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     kernel = kernel_for(dev, op, op_dtype)
     if kernel is None:
         raise UnsupportedError(f"{op}: plugin '{dev.plugin}' has no kernel for dtype {op_dtype}")
-    fresh = out is None and not any(i.mutated for i in schema.inputs)
+    fresh = out is None and schema.name not in _MUTATES
     targets_out = outs if fresh else _through_temporaries(schema, views, outs, stream)
     attr_list = [(a.name, a.type, attrs[a.name]) for a in schema.attrs]
     kernel(dev.index, [v.descriptor() if v is not None else None for v in views],
@@ -292,6 +294,11 @@ def _through_temporaries(schema: opset.OpSchema, views: list, outs: list[DeviceA
     meaningful result and are refused.
     """
     op = schema.name
+    if op not in _MUTATES and not any(o.overlaps_itself() for o in outs):
+        out_ids = [id(o.buffer) for o in outs]
+        if len(set(out_ids)) == len(out_ids) and \
+                not {id(v.buffer) for v in views if v is not None}.intersection(out_ids):
+            return outs  # the common case: each output has an allocation of its own
     names = [o.name for o in schema.outputs]
     specs = (list(schema.inputs) if not (schema.inputs and schema.inputs[0].variadic)
              else [schema.inputs[0]] * len(views))
