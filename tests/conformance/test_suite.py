@@ -55,10 +55,13 @@ def test_wrong_kernels_are_caught(suite_env, tmp_path) -> None:
     # an attribute value
     one("add[float32] case ", "alpha=-0.5", "largest |diff|")
     one("add[int32] case ", "alpha=-2.0", "largest |diff|")
+    # zero writes its output as if it were contiguous: an output with gaps shows it
+    one("zero[float32] case 'out-gapped'")
     # contiguous inputs and alpha=1 are still right: the suite is not failing everything
     cells = data["matrix"]
     assert cells["copy"]["dtypes"]["float32"]["status"] == "fail"
-    assert cells["zero"]["dtypes"]["float32"]["status"] == "pass"
+    zero = cells["zero"]["dtypes"]["float32"]
+    assert zero["status"] == "fail" and 0 < zero["failed"] < zero["cases"], zero
     passed = {r for r in data["matrix"]}
     assert "mul" in passed
     # the plugin's settings are honoured and shown: an exclusion, a tighter and a looser tolerance

@@ -9,7 +9,10 @@ group resumes after it. Groups:
   ``unidev.ops`` would have refused — the adapters call kernels without those checks;
 - ``raw``: the plugin's table called through ctypes, with no binding in between (negative and
   overflowing strides, descriptors past their allocation, freed and unknown handles, bad device
-  indices, double frees).
+  indices, double frees);
+- ``values``: for every op and dtype the plugin has, the attribute values its dtype cannot hold
+  and the out-of-range indices that the reference refuses (unidev.conformance.refusals), passed
+  to the kernel directly: the kernel must refuse them too.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from .target import Target
 
 __all__ = ["case_names", "run_group", "GROUP_NAMES"]
 
-GROUP_NAMES = ("ops", "direct", "raw")
+GROUP_NAMES = ("ops", "direct", "raw", "values")
 _TIMEOUT = 60.0  # seconds without progress before a case counts as hung
 
 INVALID, OOM, OOB, UNKNOWN, UNSUPPORTED, DEVICE = 1, 2, 3, 4, 5, 7
@@ -111,17 +114,17 @@ def _ops_cases() -> dict[str, Callable[[Ctx], str]]:
         return expect_error(c, lambda: ops.matmul(a, b), (INVALID,), "matmul((3,4), (5,6))")
 
     def negative_stride(c: Ctx) -> str:
-        x = c.array((4,)).as_strided((4,), (-1,), 3)
-        return expect_error(c, lambda: ops.copy(x), (INVALID,), "copy of a view with stride -1")
+        # the view is built inside the call: DeviceArray refuses it at construction
+        return expect_error(c, lambda: ops.copy(c.array((4,)).as_strided((4,), (-1,), 3)),
+                            (INVALID,), "copy of a view with stride -1")
 
     def overflowing_stride(c: Ctx) -> str:
-        x = c.array((4,)).as_strided((3,), (1 << 61,), 0)
-        return expect_error(c, lambda: ops.copy(x), (INVALID, OOB), "copy with stride 2^61")
+        return expect_error(c, lambda: ops.copy(c.array((4,)).as_strided((3,), (1 << 61,), 0)),
+                            (INVALID, OOB), "copy with stride 2^61")
 
     def view_past_allocation(c: Ctx) -> str:
-        x = c.array((10,)).as_strided((100,), (1,), 0)
-        return expect_error(c, lambda: ops.copy(x), (OOB,), "copy of 100 elements of a 10-element "
-                            "allocation")
+        return expect_error(c, lambda: ops.copy(c.array((10,)).as_strided((100,), (1,), 0)),
+                            (OOB,), "copy of 100 elements of a 10-element allocation")
 
     def freed_handle(c: Ctx) -> str:
         x = c.array((10,))
@@ -479,13 +482,75 @@ def _raw_cases() -> dict[str, Callable[[Ctx], str]]:
         alloc_too_large)}
 
 
+# ---- group "values": refusals derived from the op set, for every op and dtype ----------------
+
+def _value_cases(t: Target) -> dict[str, Callable[[Ctx], str]]:
+    from . import refusals
+
+    out: dict[str, Callable[[Ctx], str]] = {}
+    for op in t.ops():
+        for dtype in op.dtypes:
+            for r in refusals.refusals_for(op.name, dtype):
+                out[f"{op.name}[{dtype}]-{r.name}"] = _value_case(op.name, dtype, r)
+    return out
+
+
+def _value_case(op: str, dtype: str, r) -> Callable[[Ctx], str]:
+    def run(c: Ctx) -> str:
+        from ..core import ops, opset, shapes
+        from ..core.array import DeviceArray
+        from .runner import dtype_of
+
+        if c.t.exclusion(op, dtype):
+            raise Skip(f"excluded by the plugin: {c.t.exclusion(op, dtype)}")
+        c.need(op, dtype)
+        schema = opset.get(op)
+        ins = [None if x is None else DeviceArray.from_numpy(x, c.device) for x in r.inputs]
+        attrs = ops.normalize_attrs(schema, dict(r.attrs))
+        try:
+            out_shapes, _ = shapes.infer(schema, [x.shape if x is not None else None
+                                                  for x in ins], attrs, r.shape or (4,))
+        except UnidevError:  # the shape rule refuses too (arange); the kernel gets an output
+            out_shapes = [r.shape or (4,)] * len(schema.outputs)
+        outs = [DeviceArray.empty(shp, dtype_of(o, dtype, attrs), c.device)
+                for o, shp in zip(schema.outputs, out_shapes, strict=True)]
+        k = c.lib.kernel(op, dtype)
+        attr_list = [(a.name, a.type, attrs[a.name]) for a in schema.attrs]
+        descs = [x.descriptor() if x is not None else None for x in ins]
+        index = "[-1]=" in r.name
+        try:
+            return expect_error(c, lambda: k(c.dev, descs, [o.descriptor() for o in outs],
+                                             attr_list, c.stream),
+                                (INVALID, OOB) if index else (INVALID,), r.what,
+                                sync=lambda: c.lib.stream_synchronize(c.stream))
+        except AssertionError as exc:
+            if "accepted without an error" not in str(exc):
+                raise
+            wrote = ", ".join(f"{o.name}={_head(d)}" for o, d in zip(schema.outputs, outs,
+                                                                      strict=True))
+            raise AssertionError(f"{exc}; it wrote {wrote}") from None
+    return run
+
+
+def _head(a) -> str:
+    try:
+        v = a.numpy().reshape(-1)
+    except UnidevError as exc:  # a plugin that marks the output failed: say so
+        return f"<unreadable: {exc}>"
+    return np.array2string(v[:4], separator=", ") + (" ..." if v.size > 4 else "")
+
+
 _GROUPS: dict[str, Callable[[], dict]] = {"ops": _ops_cases, "direct": _direct_cases,
                                           "raw": _raw_cases}
 
 
+def _group_cases(t: Target, group: str) -> dict[str, Callable[[Ctx], str]]:
+    return _value_cases(t) if group == "values" else _GROUPS[group]()
+
+
 def case_names(t: Target) -> list[tuple[str, str]]:
     """(group, case) for every bad-input case, in run order."""
-    return [(g, name) for g in GROUP_NAMES for name in _GROUPS[g]()]
+    return [(g, name) for g in GROUP_NAMES for name in _group_cases(t, g)]
 
 
 # ---- running a group in a child process -------------------------------------------------------
@@ -499,12 +564,15 @@ def _child_env() -> dict:
 
 def run_group(t: Target, group: str) -> dict[str, dict]:
     """Run every case of `group` in child processes; returns case → {outcome, message}."""
-    names = list(_GROUPS[group]())
+    names = list(_group_cases(t, group))
     results: dict[str, dict] = {}
     start = 0
     while start < len(names):
+        # the child resolves the same target: the same tier and ops, so the same case list
         cmd = [sys.executable, "-m", "unidev.conformance.badinputs", t.device, group,
-               "--start", str(start)]
+               "--start", str(start), "--tier", str(t.tier)]
+        if t.only_ops:
+            cmd += ["--ops", ",".join(sorted(t.only_ops))]
         began = time.time()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(),
@@ -546,15 +614,16 @@ def run_group(t: Target, group: str) -> dict[str, dict]:
     return results
 
 
-def _child(device: str, group: str, start: int) -> int:
+def _child(device: str, group: str, start: int, tier: int | None = None,
+           only_ops: str | None = None) -> int:
     from .target import resolve
 
-    t = resolve(device)
+    t = resolve(device, tier, only_ops)
     lib = t.library
     api = abi.Api(lib.api_address)
     # made through the binding, which passes only streams it made; the ctypes table shares it
     ctx = Ctx(t, lib, t.index, api, abi.Raw(api), lib.stream_create(t.index))
-    cases = list(_GROUPS[group]().items())
+    cases = list(_group_cases(t, group).items())
     for name, fn in cases[start:]:
         print(json.dumps({"event": "start", "case": name}), flush=True)
         try:
@@ -577,5 +646,7 @@ if __name__ == "__main__":
     p.add_argument("device")
     p.add_argument("group", choices=GROUP_NAMES)
     p.add_argument("--start", type=int, default=0)
+    p.add_argument("--tier", type=int, default=None)
+    p.add_argument("--ops", default=None)
     a = p.parse_args()
-    sys.exit(_child(a.device, a.group, a.start))
+    sys.exit(_child(a.device, a.group, a.start, a.tier, a.ops))

@@ -102,6 +102,9 @@ def _values(rng: np.random.Generator, shape, dtype: str, op: str, slot: int) -> 
 
 _SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 3, 4), (4, 1, 3, 5)]
 _LARGE = (257, 263)
+# element counts just past a tile (1024) and the bundled plugins' thread grains (2^14..2^16;
+# threads split work from 2 * grain): tails, tiles and chunks that are off by one fail here
+BOUNDARY = (1025, 4097, 65537, 2 * 65536 + 3)
 
 
 def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
@@ -128,6 +131,15 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         for attrs in attrs_list:
             yield Case(f"{shape}{_attr_id(attrs)}", [vals(shape, i) for i in range(n)], attrs,
                        [ViewSpec()] * n)
+    for size in BOUNDARY:
+        yield Case(f"({size},)", [vals((size,), i) for i in range(n)], {}, [ViewSpec()] * n)
+    # strided operands go through packed tiles: rows that end just past a tile
+    yield Case("boundary-transposed", [vals((3, 1025), i) for i in range(n)], {},
+               [ViewSpec("transposed")] * n)
+    yield Case("boundary-gapped", [vals((2, 4097), i) for i in range(n)], {},
+               [ViewSpec("gapped")] * n)
+    yield Case("boundary-out-gapped", [vals((3, 1025), i) for i in range(n)], {},
+               [ViewSpec()] * n, out_view="gapped")
     shape = (6, 5)
     ins = [vals(shape, i) for i in range(n)]
     yield Case("transposed", [x for x in ins], {}, [ViewSpec("transposed")] * n)
@@ -150,6 +162,9 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                    {}, [ViewSpec()] * n)
         yield Case("broadcast-view", [vals((4, 5), 0)] + [vals((5,), i) for i in range(1, n)],
                    {}, [ViewSpec()] + [ViewSpec("broadcast", (4, 5))] * (n - 1))
+        yield Case("boundary-broadcast", [vals((3, 4097), 0)] +
+                   [vals((4097,), i) for i in range(1, n)], {},
+                   [ViewSpec()] + [ViewSpec("broadcast", (3, 4097))] * (n - 1))
 
 
 def _attr_id(attrs: dict) -> str:
@@ -158,7 +173,7 @@ def _attr_id(attrs: dict) -> str:
 
 def _tier0(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     if op.name in ("fill", "zero"):
-        for shape in [(), (0,), (7,), (3, 5), _LARGE]:
+        for shape in [(), (0,), (7,), (3, 5), _LARGE] + [(n,) for n in BOUNDARY]:
             attrs = {"value": 2.5 if dtype.startswith("f") else 3.0} if op.name == "fill" else {}
             yield Case(f"{shape}", [], attrs, [], shape, dtype)
         if op.name == "fill":  # the attribute's range: negative, zero, large, (for bool) nonzero
@@ -168,7 +183,8 @@ def _tier0(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                 yield Case(f"(4, 3){_attr_id(attrs)}", [], attrs, [], (4, 3), dtype)
         return
     if op.name == "arange":
-        for start, stop, step in [(0, 10, 1), (2, 3, 0.25), (5, -5, -1.5), (0, 0, 1), (0, 1000, 3)]:
+        for start, stop, step in [(0, 10, 1), (2, 3, 0.25), (5, -5, -1.5), (0, 0, 1), (0, 1000, 3),
+                                  (0, 4097, 1), (7, 7 + 2 * 65536 + 3, 1), (0, -65537, -1)]:
             if dtype.startswith("int") and not all(float(v).is_integer()
                                                    for v in (start, stop, step)):
                 continue
@@ -185,6 +201,13 @@ def _tier0(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
             yield Case(f"to-{to}-transposed", [x], {"dtype": to}, [ViewSpec("transposed")])
         yield Case("empty", [_values(rng, (0, 3), dtype, "cast", 0)], {"dtype": "float32"},
                    [ViewSpec()])
+        for to in ("float32", "int64"):
+            for shape, view in [((65537,), "contiguous"), ((2 * 65536 + 3,), "contiguous"),
+                                ((3, 1025), "transposed")]:
+                x = _values(rng, shape, dtype, "cast", 0)
+                if dtype.startswith("f") and to.startswith("int"):
+                    x = np.trunc(x * 10) / 4
+                yield Case(f"to-{to}-{shape}-{view}", [x], {"dtype": to}, [ViewSpec(view)])
         return
     yield from _elementwise(op, dtype, rng)  # copy
 
@@ -192,7 +215,9 @@ def _tier0(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 def _reduce(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     configs = [((), ()), ((7,), ()), ((7,), (0,)), ((3, 5), (1,)), ((3, 5), (0,)),
                ((2, 3, 4), (0, 2)), ((2, 3, 4), (-1,)), ((2, 3, 4), ()), ((4, 0, 3), (2,)),
-               ((1000, 3), (0,)), ((3, 1001), (1,)), ((64, 65, 3), (1,))]
+               ((1000, 3), (0,)), ((3, 1001), (1,)), ((64, 65, 3), (1,)),
+               ((3, 1025), (1,)), ((1025, 3), (0,)), ((2, 4097), (1,)), ((65537,), ()),
+               ((2 * 65536 + 3,), ()), ((2, 65537), (1,)), ((65537, 2), (0,))]
     for shape, axes in configs:
         if op.name in ("argmax", "argmin") and len(axes) > 1:
             continue
@@ -217,7 +242,8 @@ def _matmul(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     if op.name == "matmul":
         for a, b in [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((2, 3, 4), (2, 4, 5)),
                      ((1, 3, 4), (2, 4, 5)), ((0, 4), (4, 3)), ((3, 0), (0, 5)),
-                     ((129, 257), (257, 65)), ((2, 2, 17, 9), (2, 2, 9, 33))]:
+                     ((129, 257), (257, 65)), ((2, 2, 17, 9), (2, 2, 9, 33)),
+                     ((2, 1025), (1025, 3)), ((1025, 4), (4, 5)), ((3, 4097), (4097, 2))]:
             yield Case(f"{a}@{b}", [m(*a), m(*b)], {}, [ViewSpec(), ViewSpec()])
         for va, vb in [("transposed", "contiguous"), ("contiguous", "transposed"),
                        ("transposed", "transposed"), ("offset", "strided")]:
@@ -229,7 +255,8 @@ def _matmul(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         return
     gemm_cases = [((3, 4, 5), None, 1.0, 1.0), ((3, 4, 5), (5,), 1.0, 1.0),
                   ((3, 4, 5), (3, 5), 0.5, 2.0), ((64, 33, 17), (17,), 1.0, 0.0),
-                  ((0, 4, 5), (5,), 1.0, 1.0), ((5, 0, 3), (3,), 1.0, 1.0)]
+                  ((0, 4, 5), (5,), 1.0, 1.0), ((5, 0, 3), (3,), 1.0, 1.0),
+                  ((1025, 2, 3), (3,), 1.0, 1.0), ((2, 4097, 3), (2, 3), 1.0, 0.5)]
     for (mm, k, n), c_shape, alpha, beta in gemm_cases:
         ins = [m(mm, k), m(k, n), m(*c_shape) if c_shape else None]
         attrs = {"alpha": alpha, "beta": beta}
@@ -249,6 +276,9 @@ _CONV = [
     ((2, 8, 5, 5), (16, 8, 1, 1), 1, 0, 1, 1, True),
     ((2, 3, 16, 16), (8, 3, 7, 7), 2, 3, 1, 1, False),
     ((2, 16, 14, 14), (16, 16, 3, 3), 1, 1, 1, 1, True),
+    ((2, 4, 8, 8), (4, 4, 3, 3), 1, 0, 1, 1, True),  # unpadded 3x3: gets the special values
+    ((1, 2, 33, 33), (3, 2, 3, 3), 1, 1, 1, 1, True),  # planes past 1024 and 4096 elements
+    ((1, 1, 65, 65), (2, 1, 3, 3), 1, 0, 1, 1, False),
 ]
 
 
@@ -283,7 +313,9 @@ _POOL = [((1, 1, 4, 4), (2, 2), (), (0, 0), (1, 1), False, True),
          ((2, 3, 7, 9), (3, 3), (2, 2), (1, 1), (1, 1), True, False),
          ((1, 2, 10, 10), (3, 2), (1, 2), (1, 0), (2, 1), True, True),
          ((2, 4, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False, False),
-         ((2, 16, 28, 28), (3, 3), (2, 2), (1, 1), (1, 1), False, True)]
+         ((2, 16, 28, 28), (3, 3), (2, 2), (1, 1), (1, 1), False, True),
+         ((1, 2, 33, 33), (3, 3), (2, 2), (1, 1), (1, 1), False, True),
+         ((1, 1, 257, 257), (2, 2), (), (0, 0), (1, 1), False, True)]
 
 
 def _pool(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
@@ -308,7 +340,7 @@ def _pool(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 def _adaptive(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     for xs, osz in [((2, 3, 7, 7), (1, 1)), ((1, 2, 10, 7), (3, 4)), ((2, 2, 4, 4), (4, 4)),
-                    ((1, 1, 5, 3), (2, 5))]:
+                    ((1, 1, 5, 3), (2, 5)), ((1, 2, 33, 33), (3, 3)), ((1, 1, 257, 257), (2, 2))]:
         x = _values(rng, xs, dtype, "pool", 0)
         attrs = {"output_size": osz}
         if op.name.endswith("backward"):
@@ -319,7 +351,7 @@ def _adaptive(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 
 def _batch_norm(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
-    for xs in [(4, 3), (2, 3, 5, 5), (8, 16, 7, 7)]:
+    for xs in [(4, 3), (2, 3, 5, 5), (8, 16, 7, 7), (2, 3, 33, 33), (4, 2, 130, 130)]:
         c = xs[1]
         for training in (True, False):
             for affine in (True, False):
@@ -348,7 +380,7 @@ def _batch_norm(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 def _softmax(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     for xs, axis in [((7,), 0), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1), ((64, 1000), 1),
-                     ((0, 5), 1)]:
+                     ((0, 5), 1), ((3, 1025), 1), ((2, 4097), 1), ((1, 65537), 1), ((1025, 3), 0)]:
         x = _values(rng, xs, dtype, op.name, 0)
         if op.name.endswith("backward"):
             fwd = op.name.replace("_backward", "")
@@ -366,7 +398,7 @@ def _softmax(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 
 def _nll(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
-    for n, c in [(5, 4), (0, 3), (None, 6), (64, 10)]:
+    for n, c in [(5, 4), (0, 3), (None, 6), (64, 10), (1025, 5), (4097, 3)]:
         shape = (n, c) if n is not None else (c,)
         for reduction in ("mean", "sum", "none"):
             for weighted, ignore in [(False, -100), (True, 1)]:
@@ -387,7 +419,8 @@ def _nll(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 
 def _mse(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
-    for xs, ts in [((7,), (7,)), ((3, 5), (3, 5)), ((3, 5), (5,)), ((0, 2), (0, 2))]:
+    for xs, ts in [((7,), (7,)), ((3, 5), (3, 5)), ((3, 5), (5,)), ((0, 2), (0, 2)),
+                   ((65537,), (65537,)), ((2 * 65536 + 3,), (2 * 65536 + 3,))]:
         for reduction in ("mean", "sum", "none"):
             x, t = _values(rng, xs, dtype, "", 0), _values(rng, ts, dtype, "", 1)
             attrs = {"reduction": reduction}
@@ -400,7 +433,9 @@ def _mse(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 
 def _concat(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     for shapes, axis in [([(3,), (4,)], 0), ([(2, 3), (2, 5), (2, 1)], 1), ([(2, 3), (4, 3)], 0),
-                         ([(2, 0, 3), (2, 2, 3)], -2), ([(1, 2, 3)], 2)]:
+                         ([(2, 0, 3), (2, 2, 3)], -2), ([(1, 2, 3)], 2),
+                         ([(1025,), (4097,)], 0), ([(2, 65537), (1, 65537)], 0),
+                         ([(3, 1025), (3, 4097)], 1)]:
         ins = [_values(rng, s, dtype, "", 0) for s in shapes]
         yield Case(f"{shapes}-axis={axis}", ins, {"axis": axis}, [ViewSpec()] * len(ins))
     ins = [_values(rng, (5, 4), dtype, "", 0), _values(rng, (3, 4), dtype, "", 0)]
@@ -414,7 +449,8 @@ def _concat(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
 def _pad(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     for shape, pads, value in [((3,), (1, 2), 0.0), ((2, 3), (0, 0, 1, 1), 1.0),
                                ((2, 3, 4, 5), (0, 0, 0, 0, 1, 1, 2, 0), -1.0),
-                               ((0, 2), (1, 1, 0, 0), 0.0)]:
+                               ((0, 2), (1, 1, 0, 0), 0.0), ((1025,), (3, 4), 0.0),
+                               ((2, 65537), (0, 0, 1, 2), 2.0), ((3, 4097), (1, 1, 2, 3), -1.0)]:
         x = _values(rng, shape, dtype, "", 0)
         yield Case(f"{shape}-pads={pads}", [x], {"pads": pads, "value": value}, [ViewSpec()])
     yield Case("transposed", [_values(rng, (4, 3), dtype, "", 0)], {"pads": (1, 0, 0, 2)},
@@ -432,23 +468,29 @@ _GENERATORS = {
 
 def cases_for(op_name: str, dtype: str, seed: int = 0) -> list[Case]:
     """Every conformance case of (op, dtype), deterministic for a seed."""
+    from . import edgecases
+
     op = opset.get(op_name)
     rng = np.random.default_rng(seed + sum(map(ord, op_name + dtype)))
+    base = list(_own_cases(op, dtype, rng))
+    return base + edgecases.extend(op, dtype, base, rng)
+
+
+def _own_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
     if op.tier == 0:
-        return list(_tier0(op, dtype, rng))
+        return _tier0(op, dtype, rng)
     if op.name in ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward"):
-        return list(_softmax(op, dtype, rng))
+        return _softmax(op, dtype, rng)
     if op.name.endswith("_backward") and op.shape == "like_input1":
         if op.name.startswith(("max_pool2d", "avg_pool2d")):
-            return list(_pool(op, dtype, rng))
+            return _pool(op, dtype, rng)
         if op.name.startswith("adaptive"):
-            return list(_adaptive(op, dtype, rng))
+            return _adaptive(op, dtype, rng)
         if op.name.startswith("nll"):
-            return list(_nll(op, dtype, rng))
+            return _nll(op, dtype, rng)
         if op.name.startswith("mse"):
-            return list(_mse(op, dtype, rng))
-    gen = _GENERATORS[op.shape]
-    return list(gen(op, dtype, rng))
+            return _mse(op, dtype, rng)
+    return _GENERATORS[op.shape](op, dtype, rng)
 
 
 def numel(shape) -> int:
