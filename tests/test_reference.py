@@ -534,11 +534,31 @@ def test_adaptive_avg_pool2d(op, dtype, xs, out):
           lambda g, a: torch.ops.aten._adaptive_avg_pool2d_backward(g, a))
 
 
+@pytest.mark.parametrize("op,dtype", cases(["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward"]))
+def test_adaptive_avg_pool2d_keeps_infinities_in_their_cells(op, dtype):
+    # regression: the oracle multiplied by averaging matrices, whose zeros made 0 * inf = nan in
+    # every cell (a single -inf gave nan)
+    x = np.array([np.inf, -np.inf, 1.0, np.nan, -np.inf, 2.0], dtype).reshape(1, 1, 2, 3)
+    for xs, out in (((1, 1, 1, 1), (1, 1)), ((1, 1, 2, 3), (2, 3)), ((1, 1, 2, 3), (1, 2)),
+                    ((1, 1, 2, 3), (2, 5))):
+        xi = x if xs == x.shape else np.full(xs, -np.inf, dtype)
+        if op == "adaptive_avg_pool2d":
+            check(op, [xi], {"output_size": out},
+                  lambda a, out=out: torch.ops.aten._adaptive_avg_pool2d(a, out))
+        else:
+            gy = np.full(xs[:2] + out, np.inf, dtype)
+            gy.flat[0] = 1.0
+            check(op, [gy, xi], {"output_size": out},
+                  lambda g, a: torch.ops.aten._adaptive_avg_pool2d_backward(g, a))
+
+
 # ------------------------------------------------------------------------------------------------
 # tier 2: normalization
 # ------------------------------------------------------------------------------------------------
 
-BN_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 4, 5), (3, 1, 2, 2)]
+# (1, 3) and (1, 2, 1): one value per channel (F.layer_norm's decomposition): variance 0, the
+# running variance 0 / 0 = nan, as torch
+BN_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 4, 5), (3, 1, 2, 2), (1, 3), (1, 2, 1)]
 
 
 @pytest.mark.parametrize("op,dtype", cases(["batch_norm"]))
@@ -778,7 +798,7 @@ BAD_CALLS = [
     ("avg_pool2d_backward", [np.ones((1, 1, 3, 3)), np.ones((1, 1, 4, 4))], {}, {},
      ["avg_pool2d_backward", "grad_y", "(1, 1, 2, 2)"]),
     ("batch_norm", [np.ones((2, 3))], {"training": False}, {}, ["batch_norm", "running_mean"]),
-    ("batch_norm", [np.ones((1, 3))], {}, {}, ["batch_norm", "more than one value"]),
+    ("batch_norm", [np.ones((0, 3))], {}, {}, ["batch_norm", "at least one value"]),
     ("batch_norm", [np.ones((2, 3)), np.ones(4)], {}, {}, ["batch_norm", "weight", "(3,)"]),
     ("batch_norm", [np.ones((2, 3)), None, None, np.zeros(3), None], {}, {},
      ["batch_norm", "running_var"]),

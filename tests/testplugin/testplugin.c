@@ -324,6 +324,7 @@ static UD_Error* fill_with(const char* op, const UD_KernelArgs* a, double v) {
   UD_Error* e = check_args(op, a, 0, 1);
   if (e) return e;
   const UD_Tensor* y = &a->outputs[0];
+  if ((e = ud_kit_check_scalar(op, "value", v, y->dtype, 0))) return e;
   if (ud_kit_numel(y) == 0) return NULL;
   Scalar s = {.f = v};
   s = convert(s, ud_kit_dtype(UD_DTYPE_FLOAT, 64), y->dtype);
@@ -359,6 +360,7 @@ static UD_Error* binary(const char* op, const UD_KernelArgs* a, int is_mul) {
   if ((e = ud_kit_check_dtype(op, "y", y, x->dtype)) || (e = ud_kit_check_dtype(op, "out", out, x->dtype)))
     return e;
   double alpha = is_mul ? 1.0 : a->attrs[0].value.f;
+  if ((e = ud_kit_check_scalar(op, "alpha", alpha, x->dtype, 1))) return e;
   if (ud_kit_numel(out) == 0) return NULL;
   int fl = is_float(x->dtype);
   int64_t idx[UD_KIT_MAX_DIMS] = {0};

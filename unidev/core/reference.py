@@ -530,16 +530,34 @@ def _adaptive_mats(x: np.ndarray, output_size: tuple) -> tuple[np.ndarray, np.nd
     return _adaptive_bins(x.shape[2], oh), _adaptive_bins(x.shape[3], ow)
 
 
+def _adaptive_cells(mh: np.ndarray, mw: np.ndarray) -> list[tuple[int, int, slice, slice]]:
+    """(i, j, rows, cols) of every output cell, from the averaging matrices' nonzero spans."""
+    def spans(m: np.ndarray) -> list[slice]:
+        return [slice(int(np.argmax(r > 0)), int(len(r) - np.argmax(r[::-1] > 0))) for r in m]
+    return [(i, j, hs, ws) for i, hs in enumerate(spans(mh)) for j, ws in enumerate(spans(mw))]
+
+
 def _adaptive_avg_pool2d(x: np.ndarray, *, output_size: tuple) -> np.ndarray:
+    # a mean per cell, not a product with the averaging matrices: their zeros would turn an
+    # inf outside the cell into nan (0 * inf)
     mh, mw = _adaptive_mats(x, output_size)
-    return np.einsum("ih,nchw,jw->ncij", mh, _f64(x), mw, optimize=True)
+    xf = _f64(x)
+    y = np.empty(x.shape[:2] + (mh.shape[0], mw.shape[0]))
+    for i, j, hs, ws in _adaptive_cells(mh, mw):
+        y[:, :, i, j] = xf[:, :, hs, ws].mean(axis=(2, 3))
+    return y
 
 
 def _adaptive_avg_pool2d_backward(grad_y: np.ndarray, x: np.ndarray, *,
                                   output_size: tuple) -> np.ndarray:
     mh, mw = _adaptive_mats(x, output_size)
     _need_shape(grad_y, x.shape[:2] + (mh.shape[0], mw.shape[0]), "grad_y")
-    return np.einsum("ih,ncij,jw->nchw", mh, _f64(grad_y), mw, optimize=True)
+    gy = _f64(grad_y)
+    gx = np.zeros(x.shape)
+    for i, j, hs, ws in _adaptive_cells(mh, mw):
+        n = (hs.stop - hs.start) * (ws.stop - ws.start)
+        gx[:, :, hs, ws] += (gy[:, :, i, j] / n)[:, :, None, None]
+    return gx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -565,8 +583,10 @@ def _batch_norm(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | Non
     xf = _f64(x)
     if training:
         count = x.size // c if c else 0
-        if count <= 1:
-            raise _Bad(f"x: training needs more than one value per channel, got shape {x.shape}")
+        # one value per channel is valid, as in torch (F.layer_norm's decomposition passes it):
+        # variance 0, and the unbiased running variance 0 / 0 = nan
+        if count == 0:
+            raise _Bad(f"x: training needs at least one value per channel, got shape {x.shape}")
         mean, var = xf.mean(axis=red), xf.var(axis=red)
         if running_mean is not None:
             new_mean = (1 - momentum) * _f64(running_mean) + momentum * mean
@@ -772,7 +792,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "cos": _float_unary(np.cos),
     "tanh": _float_unary(np.tanh),
     "sigmoid": _float_unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
-    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
+    "relu": lambda x: np.where(x < 0, x.dtype.type(0), x),  # like torch: -0 and nan stay
     "gelu": _gelu,
     "erf": _float_unary(_erf),
     "floor": lambda x: np.floor(x),

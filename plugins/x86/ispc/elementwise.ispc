@@ -4,13 +4,18 @@
 #include "common.isph"
 
 // ISPC's float pow is exp(y * log(x)): NaN for every negative base. Integral exponents of a
-// negative base are defined (the sign follows the exponent's parity); others stay NaN.
+// negative base are defined (the sign follows the exponent's parity); others stay NaN. Zero,
+// subnormal and non-finite bases, non-finite exponents and large results take libm's powf.
 static inline float ud_pow(float x, float y) {
     float r = pow(abs(x), y);
     if (x < 0) {
-        if (floor(y) != y) return floatbits(0x7fc00000u);
-        if (floor(0.5f * y) != 0.5f * y) r = -r;
+        if (floor(y) != y) r = floatbits(0x7fc00000u);
+        else if (floor(0.5f * y) != 0.5f * y) r = -r;
     }
+    /* |result| outside [2^-8, 2^8]: y log x is large, and so is exp's amplified error */
+    if (!(abs(x) >= UD_FLT_MIN && abs(x) < floatbits(0x7f800000u) &&
+          abs(y) < floatbits(0x7f800000u) && abs(r) >= 0x1p-8f && abs(r) <= 0x1p8f))
+        foreach_active(l) { r = insert(r, l, powf(extract(x, l), extract(y, l))); }
     return r;
 }
 static inline double ud_pow(double x, double y) { return pow(x, y); }
@@ -30,7 +35,8 @@ static inline double ud_pow(double x, double y) { return pow(x, y); }
   static inline T ud_gelu_tanh_grad(T x) {                                                \
     T e = exp(-2 * ud_gelu_u(x));                                                         \
     T s = 1 / (1 + e);                                                                    \
-    return s + 2 * x * s * (e * s) * (T)0.79788456080286536d * (1 + (T)0.134145d * x * x); \
+    T es = e < (T)UD_INF ? s * (e * s) : 0; /* e/(1+e)^2 -> 0, not inf * 0 */             \
+    return s + 2 * x * es * (T)0.79788456080286536d * (1 + (T)0.134145d * x * x);         \
   }
 UD_GELU(float)
 UD_GELU(double)

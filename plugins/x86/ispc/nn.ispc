@@ -63,20 +63,24 @@ UD_WINDOW(uniform)
         idx[oh * g->is[0] + ow * g->is[1]] = at;                                           \
       }                                                                                    \
   }                                                                                        \
-  /* gx = 0, then gx[idx] += gy; returns the first index outside the plane, or -1 */        \
-  export uniform int64 ud_max_pool_backward_##sfx(Geom g, void *uniform gx_,               \
-                                                  const void *uniform gy_,                 \
-                                                  const uniform int64 *uniform idx) {      \
+  /* gx = 0, then gx[idx] += gy; false (*bad = the index) at an index outside the plane */ \
+  export uniform int32 ud_max_pool_backward_##sfx(Geom g, void *uniform gx_,               \
+                                                 const void *uniform gy_,                  \
+                                                 const uniform int64 *uniform idx,         \
+                                                 uniform int64 *uniform bad) {             \
     uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
     foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;          \
     for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
       for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
         uniform int64 i = idx[oh * g->is[0] + ow * g->is[1]];                              \
-        if (i < 0 || i >= g->h * g->w) return i;                                           \
+        if (i < 0 || i >= g->h * g->w) {                                                   \
+          *bad = i;                                                                        \
+          return 0;                                                                        \
+        }                                                                                  \
         gx[(i / g->w) * g->xs[0] + (i % g->w) * g->xs[1]] += gy[oh * g->ys[0] + ow * g->ys[1]]; \
       }                                                                                    \
-    return -1;                                                                             \
+    return 1;                                                                              \
   }                                                                                        \
   /* average over each window (avg_pool2d and adaptive_avg_pool2d, see ud_window) */        \
   export void ud_avg_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_) {         \
@@ -137,19 +141,24 @@ UD_FLOATS(UD_POOL, _)
     sums[0] += reduce_add(s1);                                                             \
     sums[1] += reduce_add(s2);                                                             \
   }                                                                                        \
-  /* o = a * u + b * v + c */                                                              \
+  /* o = p (u - m) + q v + k; o = p (u - m) + k when v is NULL */                          \
   export void ud_bn_affine_##sfx(uniform int64 n, void *uniform o_, uniform int64 so,      \
                                  const void *uniform u_, uniform int64 su,                 \
-                                 const void *uniform v_, uniform int64 sv, uniform double a, \
-                                 uniform double b, uniform double c) {                     \
+                                 const void *uniform v_, uniform int64 sv, uniform double p, \
+                                 uniform double m, uniform double q, uniform double k) {   \
     uniform T *uniform o = (uniform T * uniform) o_;                                       \
     const uniform T *uniform u = (const uniform T *uniform)u_;                             \
     const uniform T *uniform v = (const uniform T *uniform)v_;                             \
-    const uniform T ta = (T)a, tb = (T)b, tc = (T)c;                                       \
-    if (so == 1 && su == 1 && sv == 1) {                                                   \
-      foreach (i = 0 ... n) o[i] = ta * u[i] + tb * v[i] + tc;                             \
+    const uniform T tp = (T)p, tm = (T)m, tq = (T)q, tk = (T)k;                            \
+    if (v == NULL && so == 1 && su == 1) {                                                 \
+      foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tk;                                  \
+    } else if (v == NULL) {                                                                \
+      foreach (i = 0 ... n) o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tk;          \
+    } else if (so == 1 && su == 1 && sv == 1) {                                            \
+      foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tq * v[i] + tk;                      \
     } else {                                                                               \
-      foreach (i = 0 ... n) o[(int64)i * so] = ta * u[(int64)i * su] + tb * v[(int64)i * sv] + tc; \
+      foreach (i = 0 ... n)                                                                \
+        o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tq * v[(int64)i * sv] + tk;      \
     }                                                                                      \
   }
 

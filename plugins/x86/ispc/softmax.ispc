@@ -22,7 +22,7 @@
       s += sb;                                                                    \
     }                                                                             \
     const uniform T total = (T)reduce_add(s);                                     \
-    const uniform T shift = mu + log(total), inv = 1 / total;                     \
+    const uniform T shift = mu + ud_log(total), inv = 1 / total;                  \
     if (log_)                                                                     \
       foreach (i = 0 ... n) y[(int64)i * SY] = x[(int64)i * SX] - shift;          \
     else                                                                          \

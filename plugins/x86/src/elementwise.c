@@ -169,6 +169,8 @@ static UD_Error* ew_kernel(const EwOp* op, const UD_KernelArgs* a) {
                at->name ? at->name : "approximate", at->value.s);
     p[i] = op->attrs[i] == 'f' ? at->value.f : at->value.s[0] == 't';
   }
+  if ((dt == UD_I32 || dt == UD_I64) && (!strcmp(op->name, "add") || !strcmp(op->name, "sub")))
+    UD_TRY(ud_kit_check_scalar(op->name, "alpha", p[0], a->inputs[0].dtype, 1));
   ud_x86_map(op->fns[dt], op->nin + 1, views, p);
   return NULL;
 }

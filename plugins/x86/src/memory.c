@@ -25,6 +25,8 @@ void ud_x86_fill_view(const UD_Tensor* dst, double value) {
 static UD_Error* fill(const char* op, const UD_KernelArgs* a, const char* attrs) {
   UD_TRY(ud_x86_check_args(op, a, 0, 1, attrs));
   UD_TRY(ud_x86_check_dt(op, "y", &a->outputs[0], UD_ALL_SET, NULL));
+  if (attrs[0])
+    UD_TRY(ud_kit_check_scalar(op, "value", a->attrs[0].value.f, a->outputs[0].dtype, 0));
   ud_x86_fill_view(&a->outputs[0], attrs[0] ? a->attrs[0].value.f : 0.0);
   return NULL;
 }
@@ -123,6 +125,7 @@ static UD_Error* k_pad_constant(const UD_KernelArgs* a) {
                (long long)y->shape[k]);
     offset += (uint64_t)(pads[2 * k] * y->strides[k] * ud_kit_itemsize(y->dtype));
   }
+  UD_TRY(ud_kit_check_scalar("pad_constant", "value", a->attrs[1].value.f, x->dtype, 0));
   ud_x86_fill_view(y, a->attrs[1].value.f);
   UD_Tensor inner = *y;
   inner.shape = x->shape;

@@ -63,16 +63,19 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
     const double w = weight->ndim >= 0 ? get_f(weight, c) : 1.0;
     double mean, invstd, sums[2] = {0, 0};
     if (!B->backward && B->training) {
-      /* moments about the channel's first value: no cancellation when |mean| >> std */
+      /* moments about the channel's first value: no cancellation when |mean| >> std (a
+       * non-finite first value would make every difference nan: then about 0) */
       const char* first = bn_row(B, 1, c, 0);
-      const double shift = B->f32 ? (double)*(const float*)first : *(const double*)first;
+      double shift = B->f32 ? (double)*(const float*)first : *(const double*)first;
+      if (!isfinite(shift)) shift = 0;
       for (int64_t r = 0; r < rows; r++)
         (B->f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(n, bn_row(B, 1, c, r), s1, shift, sums);
       const double d = sums[0] / (double)B->count;
-      const double var = fmax(sums[1] / (double)B->count - d * d, 0.0);
+      const double v = sums[1] / (double)B->count - d * d, var = v < 0 ? 0 : v; /* nan stays */
       mean = shift + d;
       invstd = 1.0 / sqrt(var + B->eps);
       if (in[3].ndim >= 0) {
+        /* one value per channel: 0 / 0 = nan, as torch */
         const double m = B->momentum, unbiased = var * (double)B->count / (double)(B->count - 1);
         set_f(&in[3], c, (1 - m) * get_f(&in[3], c) + m * mean);
         set_f(&in[4], c, (1 - m) * get_f(&in[4], c) + m * unbiased);
@@ -87,23 +90,26 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
         (B->f32 ? ud_bn_grad_sums_f32 : ud_bn_grad_sums_f64)(n, bn_row(B, 1, c, r), s1,
                                                              bn_row(B, 2, c, r), s2, mean, sums);
     }
-    /* forward: y = a x + k; backward: grad_x = a grad_y + b x + k */
+    /* forward: y = a (x - mean) + k; backward: grad_x = a grad_y + b (x - mean) + k. x - mean
+     * first: a x - a mean cancels when invstd is large (one value per channel: 1/sqrt(eps)) */
     double a = invstd * w, b = 0, k;
     if (!B->backward) {
       set_f(&out[1], c, mean);
       set_f(&out[2], c, invstd);
-      k = (in[2].ndim >= 0 ? get_f(&in[2], c) : 0.0) - mean * a;
+      k = in[2].ndim >= 0 ? get_f(&in[2], c) : 0.0;
     } else {
       set_f(&out[1], c, sums[1] * invstd);
       set_f(&out[2], c, sums[0]);
       b = B->training ? -a * invstd * sums[1] * invstd / (double)B->count : 0.0;
-      k = B->training ? -a * sums[0] / (double)B->count - b * mean : 0.0;
+      k = B->training ? -a * sums[0] / (double)B->count : 0.0;
     }
-    const int v = B->backward ? 2 : 1; /* forward: b = 0, x is read as both operands */
+    /* ud_bn_affine: o = p (u - m) + q v + k, v unread when NULL (0 * inf would be nan) */
+    const int train_bw = B->backward && B->training, uv = train_bw ? 2 : 1;
     for (int64_t r = 0; r < rows; r++)
-      (B->f32 ? ud_bn_affine_f32 : ud_bn_affine_f64)(n, bn_row(B, 0, c, r), s0, bn_row(B, 1, c, r),
-                                                     s1, bn_row(B, v, c, r), B->str[v][B->nd - 1],
-                                                     a, b, k);
+      (B->f32 ? ud_bn_affine_f32 : ud_bn_affine_f64)(
+          n, bn_row(B, 0, c, r), s0, bn_row(B, uv, c, r), B->str[uv][B->nd - 1],
+          train_bw ? bn_row(B, 1, c, r) : NULL, s1, train_bw ? b : a,
+          B->backward && !B->training ? 0.0 : mean, a, k);
   }
 }
 
@@ -144,9 +150,8 @@ static UD_Error* bn_kernel(const char* op, const UD_KernelArgs* a, int backward)
     B.eps = a->attrs[2].value.f;
     UD_REQUIRE((a->inputs[3].ndim >= 0) == (a->inputs[4].ndim >= 0),
                "%s: give both 'running_mean' and 'running_var' or neither", op);
-    UD_REQUIRE(!B.training || B.count > 1,
-               "%s: training needs more than one value per channel, 'x' has %lld", op,
-               (long long)B.count);
+    UD_REQUIRE(!B.training || B.count > 0,
+               "%s: training needs at least one value per channel, 'x' has none", op);
     UD_REQUIRE(B.training || a->inputs[3].ndim >= 0,
                "%s: 'running_mean' and 'running_var' are required when training is False", op);
   }

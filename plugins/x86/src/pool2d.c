@@ -16,7 +16,8 @@ typedef struct {
   Geom g;
   int64_t c;                          /* channels: plane p is (p / c, p % c) */
   const UD_Tensor *x, *y, *idx;       /* x or grad_x, y or grad_y, indices */
-  atomic_llong bad;                   /* first out-of-plane index seen, or -1 */
+  atomic_int any_bad;                 /* an out-of-plane index was seen: then `bad` holds one */
+  atomic_llong bad;
 } Planes;
 
 static char* plane(const UD_Tensor* t, int64_t p, int64_t c) {
@@ -33,9 +34,11 @@ static void planes_task(void* ctx, int64_t begin, int64_t end) {
     if (P->kind == P_MAX && !P->backward) {
       (f32 ? ud_max_pool_f32 : ud_max_pool_f64)(&P->g, x, y, idx);
     } else if (P->kind == P_MAX) {
-      int64_t bad = (f32 ? ud_max_pool_backward_f32 : ud_max_pool_backward_f64)(&P->g, x, y, idx);
-      long long none = -1;
-      if (bad != -1) atomic_compare_exchange_strong(&P->bad, &none, (long long)bad);
+      int64_t bad = 0;
+      int none = 0;
+      if (!(f32 ? ud_max_pool_backward_f32 : ud_max_pool_backward_f64)(&P->g, x, y, idx, &bad) &&
+          atomic_compare_exchange_strong(&P->any_bad, &none, 1))
+        atomic_store(&P->bad, (long long)bad);
     } else if (P->backward) { /* average and adaptive average */
       (f32 ? ud_avg_pool_backward_f32 : ud_avg_pool_backward_f64)(&P->g, x, y);
     } else {
@@ -67,7 +70,8 @@ static UD_Error* pool_kernel(const char* op, int kind, int backward, const UD_Ke
   static const char* sigs[] = {"nnnnb", "nnnbb", "n"};
   static const char* names[2][3] = {{"x", "y", "indices"}, {"grad_x", "grad_y", "indices"}};
   Planes P = {.kind = kind, .backward = backward};
-  atomic_init(&P.bad, -1);
+  atomic_init(&P.any_bad, 0);
+  atomic_init(&P.bad, 0);
   const int nin = backward ? (kind == P_MAX ? 3 : 2) : 1;
   UD_TRY(ud_x86_check_args(op, a, nin, kind == P_MAX && !backward ? 2 : 1, sigs[kind]));
   const UD_Tensor* x = &a->inputs[backward];
@@ -120,7 +124,7 @@ static UD_Error* pool_kernel(const char* op, int kind, int backward, const UD_Ke
   if (planes == 0 || (backward ? g->h * g->w : g->oh * g->ow) == 0) return NULL;
   ud_x86_parallel(planes, (1 << 15) / (work + 1) + 1, planes_task, &P);
   const long long bad = atomic_load(&P.bad);
-  UD_REQUIRE(bad == -1, "%s: 'indices' holds %lld, outside the input plane [0, %lld)", op, bad,
+  UD_REQUIRE(!atomic_load(&P.any_bad), "%s: 'indices' holds %lld, outside the input plane [0, %lld)", op, bad,
              (long long)(g->h * g->w));
   return NULL;
 }

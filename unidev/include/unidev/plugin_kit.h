@@ -210,6 +210,32 @@ static inline int ud_kit_collapse(int ndim, const int64_t* in_shape, int n,
   return out;
 }
 
+/* ---- attribute values -----------------------------------------------------------------------
+ * A float attribute that becomes a value of `dtype` (fill's and pad_constant's value; add's and
+ * sub's alpha with `integral`), refused as the reference refuses it: for an integer dtype the
+ * value must be finite and truncate into the dtype's range, and with `integral` be a whole
+ * number; float and bool dtypes take any value (C conversion: out of range floats become inf). */
+static inline UD_Error* ud_kit_check_scalar(const char* op, const char* attr, double v,
+                                            UD_DType dtype, int integral) {
+  if (dtype.code != UD_DTYPE_INT && dtype.code != UD_DTYPE_UINT) return NULL;
+  const int bits = dtype.bits < 64 ? dtype.bits : 64;
+  const double hi = dtype.code == UD_DTYPE_INT ? (double)(1ull << (bits - 1))
+                                               : 2.0 * (double)(1ull << (bits - 1));
+  const double lo = dtype.code == UD_DTYPE_INT ? -hi : 0.0;
+  /* trunc(v) >= lo is v > lo - 1 (for int64, lo - 1 rounds to lo: then v >= lo) */
+  const int in_range = v == v && (v >= lo || v > lo - 1.0) && v < hi;
+  if (!in_range)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: attribute '%s' = %.17g cannot be converted to %s (expected a finite "
+                        "value in [%.17g, %.17g])", op, attr, v, ud_kit_dtype_name(dtype), lo,
+                        hi - 1.0);
+  if (integral && v != (double)(int64_t)v)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: attribute '%s' = %.17g must be integral for %s inputs", op, attr, v,
+                        ud_kit_dtype_name(dtype));
+  return NULL;
+}
+
 /* Attribute accessors by position (kernels receive all attributes in op-set order). */
 static inline int64_t ud_kit_attr_int(const UD_KernelArgs* a, int i) { return a->attrs[i].value.i; }
 static inline double ud_kit_attr_float(const UD_KernelArgs* a, int i) { return a->attrs[i].value.f; }
