@@ -160,8 +160,14 @@ def test_stream_argument_checked(dev):
         ops.copy(a, stream=-1)
     with pytest.raises(unidev.InvalidArgumentError, match=f"copy: argument 'stream' = {2**64}"):
         ops.copy(a, stream=2**64)
-    with pytest.raises(unidev.UnknownHandleError, match="was not made by stream_create"):
+    with pytest.raises(unidev.UnknownHandleError, match="copy: argument 'stream': stream "
+                       "0xdead0000beef was not made by stream_create"):
         ops.copy(a, stream=0xDEAD0000BEEF)
+    lib = discovery.load(dev)
+    s = lib.stream_create(0)
+    lib.stream_destroy(s)
+    with pytest.raises(unidev.UnknownHandleError, match="add: argument 'stream': .* destroyed"):
+        ops.add(a, a, stream=s)
 
 
 # ---- item 17: scalar attributes against the dtype --------------------------------------------

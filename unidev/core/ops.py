@@ -226,6 +226,8 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     views = [x.broadcast_to(t) if x is not None and t is not None and x.shape != t else x
              for x, t in zip(bound, targets, strict=False)] if targets else bound
     out_dtypes = [_out_dtype(o, op_dtype, attrs) for o in schema.outputs]
+    if stream:
+        dev.library.check_stream(dev.index, stream, f"{op}: argument 'stream'")
     outs = _outputs(schema, out, out_shapes, out_dtypes, dev, stream)
     kernel = kernel_for(dev, op, op_dtype)
     if kernel is None:

@@ -308,8 +308,8 @@ class Library : public std::enable_shared_from_this<Library> {
     return reinterpret_cast<UD_Event>(e);
   }
 
-  UD_Stream pick(int32_t device, uint64_t stream) {
-    return stream ? user_stream(stream, "stream", device) : this->stream(device);
+  UD_Stream pick(int32_t device, uint64_t stream, const char* what = "stream") {
+    return stream ? user_stream(stream, what, device) : this->stream(device);
   }
 
   // Makes work enqueued on `to` from now on run after everything enqueued on `from` so far
@@ -723,7 +723,7 @@ void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
   auto inputs = py::reinterpret_borrow<py::list>(inputs_obj);
   auto outputs = py::reinterpret_borrow<py::list>(outputs_obj);
   auto attrs = py::reinterpret_borrow<py::list>(attrs_obj);
-  UD_Stream ustream = lib.pick(device, stream);
+  UD_Stream ustream = lib.pick(device, stream, op_.c_str());
   std::vector<TensorArg> in(inputs.size()), out(outputs.size());
   for (size_t i = 0; i < in.size(); ++i)
     fill_tensor(lib, device, op_ + ": input " + std::to_string(i), inputs[i], in[i]);
@@ -932,6 +932,10 @@ PYBIND11_MODULE(_C, m) {
       .def("synchronize", [](Library& l, const py::object& d) {
              l.synchronize(to_i32(d, "synchronize", "device"));
            }, py::arg("device"))
+      .def("check_stream", [](Library& l, const py::object& d, const py::object& s,
+                              const std::string& what) {
+             l.pick(to_i32(d, what, "device"), to_u64(s, what, "stream"), what.c_str());
+           }, py::arg("device"), py::arg("stream"), py::arg("what") = "stream")
       .def("synchronize_allocation", [](Library& l, const py::object& h) {
              l.synchronize_allocation(to_u64(h, "synchronize_allocation", "handle"));
            }, py::arg("handle"))
