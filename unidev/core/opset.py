@@ -350,7 +350,10 @@ def markdown() -> str:
              "do not edit.",
              "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in "
              "place.",
-             "Attributes reach kernels positionally, in this order, defaults filled.", ""]
+             "Attributes reach kernels positionally, in this order, defaults filled. An attribute "
+             "marked *value of the dtype* must be a finite number in an integer dtype's range "
+             "(converted toward zero), *integral of the dtype* an integer in it; unidev.ops "
+             "refuses others before any kernel runs.", ""]
     for tier in TIERS:
         lines += [f"## Tier {tier}", "",
                   "| op | inputs | outputs | attributes | dtypes | semantics |",
@@ -362,7 +365,9 @@ def markdown() -> str:
                             for i in op.inputs) or "—"
             outs = ", ".join(o.name + ("" if o.dtype == "same" else f" ({o.dtype})")
                              for o in op.outputs)
-            attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}" for a in op.attrs) or "—"
+            attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}"
+                              + (f" ({a.scalar} of the dtype)" if a.scalar else "")
+                              for a in op.attrs) or "—"
             doc = op.doc.replace("|", "\\|")
             lines.append(f"| `{op.name}` | {ins} | {outs} | {attrs} | {', '.join(op.dtypes)} | "
                          f"{doc} |")
