@@ -151,6 +151,11 @@ def test_huge_integers_in_array_arguments_are_named(dev, value):
         assert what in str(info.value) and str(value) in str(info.value), (what, info.value)
     with pytest.raises(IndexError, match=f"index {value} out of range"):
         a[value]
+    with pytest.raises(unidev.InvalidArgumentError, match=f"transpose: axes\\[0\\] = {value}"):
+        a.transpose(value)  # accepted as axis 0 before (value % ndim)
+    if value > 0:
+        np.testing.assert_array_equal(a[3::value].numpy(), [3.0])  # one element: any step
+        assert a[value:].size == 0
 
 
 def test_empty_too_large_for_any_device(dev):

@@ -261,7 +261,9 @@ class DeviceArray:
             axes = tuple(reversed(range(self.ndim)))
         elif len(axes) == 1 and isinstance(axes[0], list | tuple):
             axes = tuple(axes[0])
-        if sorted(a % max(self.ndim, 1) for a in axes) != list(range(self.ndim)):
+        axes = tuple(check_int(a, f"transpose: axes[{i}]", -self.ndim, self.ndim - 1)
+                     for i, a in enumerate(axes))
+        if sorted(a % self.ndim for a in axes) != list(range(self.ndim)):
             raise InvalidArgumentError(f"transpose: axes {axes} are not a permutation of "
                                        f"{self.ndim} dims")
         axes = tuple(a % self.ndim for a in axes)
@@ -337,7 +339,7 @@ class DeviceArray:
                 count = max(0, (stop - start + step - 1) // step)
                 offset += start * s if count else 0
                 shape.append(count)
-                strides.append(s * step)
+                strides.append(s * step if count > 1 else s)  # a huge step may take one
             elif isinstance(k, int | np.integer):
                 k = int(k)
                 if not -n <= k < n:
