@@ -127,6 +127,43 @@ def test_updated_in_place_inputs_must_be_separate(dev):
         ops.batch_norm(x, None, None, stats, stats)
 
 
+def _random_view(rng, n: int, shape: tuple[int, ...]) -> tuple[tuple, int]:
+    """Random non-negative strides and an offset that keep `shape` inside n elements."""
+    while True:
+        strides = tuple(int(rng.integers(0, 9)) for _ in shape)
+        span = sum((d - 1) * st for d, st in zip(shape, strides, strict=True))
+        if span < n:
+            return strides, int(rng.integers(0, n - span))
+
+
+@pytest.mark.parametrize("op", ["add", "matmul"])
+def test_random_aliasing_matches_numpy(dev, op):
+    """Outputs and inputs as random views of one buffer: the result is the one computed from
+    the inputs as they were, written through the output's strides — or a refusal when the
+    output's own elements share memory."""
+    need(dev, op)
+    rng = np.random.default_rng(10)
+    n = 64
+    for _ in range(60):
+        shape = (3, 4) if op == "add" else (3, 3)
+        host = rng.standard_normal(n).astype(np.float32)
+        buf = arr(host, dev)
+        (sx, ox), (sy, oy), (so, oo) = (_random_view(rng, n, shape) for _ in range(3))
+        view = np.lib.stride_tricks.as_strided
+        hx, hy = (view(host[o:], shape, [st * 4 for st in s]).copy()
+                  for s, o in ((sx, ox), (sy, oy)))
+        x, y, out = (buf.as_strided(shape, s, o) for s, o in ((sx, ox), (sy, oy), (so, oo)))
+        offsets = np.add.outer(np.arange(shape[0]) * so[0], np.arange(shape[1]) * so[1])
+        if np.unique(offsets).size != offsets.size:
+            with pytest.raises(unidev.InvalidArgumentError, match="share memory"):
+                ops.call(op, x, y, out=out)
+            continue
+        ops.call(op, x, y, out=out)
+        want = host.copy()
+        view(want[oo:], shape, [st * 4 for st in so])[...] = hx + hy if op == "add" else hx @ hy
+        np.testing.assert_allclose(buf.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
 # ---- item 12: stream order -------------------------------------------------------------------
 
 def test_ops_on_a_stream_are_ordered(dev):
