@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from unidev.adapters.tensorflow import build, ops
@@ -139,29 +140,173 @@ def test_keras_training_other_optimizers(installed, tf_type):
     run_training(tf_type, "mlp-adam,cnn-sgd")
 
 
-def test_broken_and_duplicate_adapters_never_abort(installed, tmp_path):
-    """A plugin whose library vanished after the build, and a second copy of an installed
-    adapter: TF imports, warns, and registers neither."""
+def run_json(script: str, *args: str, env: dict, timeout: int = 600) -> dict:
+    res = subprocess.run([sys.executable, str(HERE / script), *args], env=env,
+                         capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert res.returncode == 0 and lines, res.stderr[-3000:]
+    return json.loads(lines[-1][7:])
+
+
+@pytest.fixture(scope="session")
+def cpu_results(installed) -> dict:
+    """every_op.py on /CPU:0 with the adapters loaded."""
+    return run_json("every_op.py", "/CPU:0", env=env_for(""))
+
+
+def error_of(case) -> str | None:
+    return case["error"] if isinstance(case, dict) else None
+
+
+def assert_same(want: dict, got: dict, known=lambda name, case: False, tol: float = 1e-5) -> None:
+    """Same values (within `tol`, relative to the magnitude) or the same error class."""
+    bad = {}
+    for name, w in want.items():
+        g = got[name]
+        if error_of(w) or error_of(g):
+            if error_of(w) != error_of(g) and not known(name, g):
+                bad[name] = (w, g)
+            continue
+        for a, b in zip(w, g, strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            if a.shape != b.shape or np.max(np.abs(a - b), initial=0) > tol * (
+                    1 + np.max(np.abs(a), initial=0)):
+                bad[name] = (w, g)
+    assert not bad, bad
+
+
+def test_every_registered_op_runs_on_cpu_with_the_adapter(installed, cpu_results):
+    """Registering a device kernel must never break the op elsewhere (LogicalAnd's kernel
+    constrained an attribute the op does not have: the op failed on every device, CPU too)."""
+    assert cpu_results["registrations"] == []
+    assert set(installed) <= set(cpu_results["types"])
+    base = run_json("every_op.py", "/CPU:0", env=dict(env_for(""),
+                                                      UNIDEV_DISABLE_PLUGIN_AUTOLOAD="1"))
+    assert base["types"] == [] and base["registrations"] == []
+    for section in ("ops", "bad", "windows"):
+        assert_same(base[section], cpu_results[section], tol=0)
+    for name in ("LogicalAnd:bool", "LogicalOr:bool", "LogicalNot:bool"):
+        assert not error_of(cpu_results["ops"][name]), cpu_results["ops"][name]
+
+
+def asymmetric_pooling(name: str, case) -> bool:
+    # the device refuses pooling whose asymmetric SAME padding its ceil_mode cannot express
+    return error_of(case) == "UnimplementedError" and "asymmetric SAME" in case["message"]
+
+
+@pytest.mark.parametrize("tf_type", TYPES)
+def test_every_registered_op_and_bad_input_matches_cpu(installed, cpu_results, tf_type):
+    """Every op of the table on the device against TF CPU; wrong variable-update shapes (the
+    message once read device memory: AURORA segfaulted), negative or overflowing shapes (TF
+    aborted in its shape check) and conv/pool window attributes (batch and depth strides were
+    ignored) raise TF CPU's error class, naming the op."""
+    dev = run_json("every_op.py", f"/device:{tf_type}:0", env=env_for(tf_type))
+    assert dev["registrations"] == []
+    assert_same(cpu_results["ops"], dev["ops"], tol=1e-5)
+    assert_same(cpu_results["bad"], dev["bad"])
+    assert_same(cpu_results["windows"], dev["windows"], known=asymmetric_pooling, tol=1e-4)
+    for case in {**dev["bad"], **dev["windows"]}.values():
+        if error_of(case):
+            op = case["message"].split("__wrapped__")[1].split("_device_")[0]
+            assert f"{op} on {tf_type}" in case["message"] or f"{op}: " in case["message"], case
+    windows = dev["windows"]
+    assert error_of(windows["Conv2D[1, 1, 1, 2][1, 1, 1, 1]valid"]) == "UnimplementedError"
+    assert error_of(windows["MaxPool[2, 2, 2, 1][1, 1, 1, 1]VALID"]) == "UnimplementedError"
+
+
+def adapter_for(tmp_path: Path, name: str, tf_type: str, build_time_library: str) -> Path:
+    """A folder for TF_PLUGGABLE_DEVICE_LIBRARY_PATH with the adapter of plugin `name`, built
+    while discovery said its library was `build_time_library`."""
     from unidev.core.spec import PluginSpec
 
-    tf = build.tf_install()
-    ghost = discovery.PluginRecord(name="ghost", source="test", status="ok", spec=PluginSpec(
-        name="ghost", library=str(tmp_path / "gone" / "libghost.so"), tf_type="GHOST"))
+    rec = discovery.PluginRecord(name=name, source="test", status="ok", spec=PluginSpec(
+        name=name, library=build_time_library, tf_type=tf_type))
     folder = tmp_path / "plugins"
-    folder.mkdir()
-    lib = build.build_plugin(tf, ghost, tmp_path / "none.so")
-    (folder / "libghost.so").write_bytes(lib.read_bytes())
+    folder.mkdir(exist_ok=True)
+    lib = build.build_plugin(build.tf_install(), rec)
+    (folder / f"lib{name}.so").write_bytes(lib.read_bytes())
+    return folder
+
+
+def load_check(env: dict, *plugin: str) -> tuple[dict, str]:
+    res = subprocess.run([sys.executable, str(HERE / "load_check.py"), *plugin], env=env,
+                         capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert res.returncode == 0 and lines, res.stderr[-3000:]
+    return json.loads(lines[-1][7:]), res.stderr
+
+
+def usable_libraries() -> dict[str, str]:
+    return {r.name: os.path.realpath(r.spec.library) for r in discovery.discover()
+            if r.usable and r.spec}
+
+
+def test_plugin_library_is_resolved_through_discovery_at_load(installed, tmp_path):
+    """The adapter asks discovery for its plugin's library when TF loads it: one built while
+    the plugin lived elsewhere (here: nowhere) serves the library discovery names now."""
+    real = usable_libraries()[next(iter(installed.values()))]
+    folder = adapter_for(tmp_path, "relocated", "RELOCATED", str(tmp_path / "old" / "lib.so"))
+    env = dict(env_for(""), TF_PLUGGABLE_DEVICE_LIBRARY_PATH=str(folder),
+               UNIDEV_PLUGINS="relocated")
+    res, err = load_check(env, "relocated", "RELOCATED", real)
+    assert res["sums"]["RELOCATED"][0] == [4.0, 6.0], (res["sums"], err[-2000:])
+    assert res["discovered"] == {"relocated": real}
+    assert real in res["maps"]
+    # UNIDEV_PLUGINS left only `relocated`: the installed adapters stand down silently
+    assert set(res["types"]) == {"CPU", "RELOCATED"}, res["types"]
+    assert "is disabled" not in err
+
+
+def test_autoload_switch_and_allowlist_stop_tensorflow(installed):
+    """UNIDEV_DISABLE_PLUGIN_AUTOLOAD=1 leaves TF with no unidev device and no plugin library
+    mapped; UNIDEV_PLUGINS keeps only the plugins it names (libraries included)."""
+    libs = usable_libraries()
+    res, err = load_check(dict(env_for(""), UNIDEV_DISABLE_PLUGIN_AUTOLOAD="1"))
+    assert res["types"] == ["CPU"]
+    assert not set(libs.values()) & set(res["maps"])
+    assert "is disabled" not in err
+    tf_type, name = next(iter(installed.items()))
+    res, err = load_check(dict(env_for(""), UNIDEV_PLUGINS=name))
+    assert res["types"] == ["CPU", tf_type] and res["sums"][tf_type][0] == [4.0, 6.0]
+    assert set(libs.values()) & set(res["maps"]) == {libs[name]}
+    assert "is disabled" not in err
+
+
+def test_memory_growth_on_one_device_keeps_the_others(installed):
+    """TF keeps one growth setting for all PluggableDevices ("Memory growth cannot differ"):
+    set on one unidev device, it must not break the others (the installed startup hook)."""
+    if len(installed) < 2:
+        pytest.skip("needs two unidev device types")
+    code = ("import tensorflow as tf\n"
+            "devs = [d for d in tf.config.list_physical_devices() if d.device_type != 'CPU']\n"
+            "tf.config.experimental.set_memory_growth(devs[-1], True)\n"
+            "print([tf.config.experimental.get_memory_growth(d) for d in devs])\n"
+            "for d in devs:\n"
+            "    with tf.device(f'/device:{d.device_type}:0'):\n"
+            "        print(d.device_type, float(tf.reduce_sum(tf.ones(3) * 2)))\n")
+    res = subprocess.run([sys.executable, "-c", code], env=env_for(""), capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    assert lines[0] == str([True] * len(lines[1:])), res.stdout
+    assert all(ln.endswith(" 6.0") for ln in lines[1:]), res.stdout
+
+
+def test_broken_and_duplicate_adapters_never_abort(installed, tmp_path):
+    """A plugin whose library is missing, one that is not installed at all, and a second copy
+    of an installed adapter: TF imports, warns, and registers none of them."""
+    tf = build.tf_install()
+    folder = adapter_for(tmp_path, "ghost", "GHOST", str(tmp_path / "gone" / "libghost.so"))
+    adapter_for(tmp_path, "absent", "ABSENT", str(tmp_path / "gone" / "libabsent.so"))
     name = next(iter(installed.values()))
     (folder / "dup.so").write_bytes((build.plugin_dir(tf) / build.library_name(name)).read_bytes())
-    code = ("import tensorflow as tf; "
-            "print([d.device_type for d in tf.config.list_physical_devices()])")
-    env = dict(os.environ, TF_PLUGGABLE_DEVICE_LIBRARY_PATH=str(folder), TF_CPP_MIN_LOG_LEVEL="2")
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "GHOST" not in res.stdout
-    assert "TensorFlow device GHOST is disabled: cannot load" in res.stderr
-    assert "ignoring a second TensorFlow adapter" in res.stderr
+    env = dict(env_for(""), TF_PLUGGABLE_DEVICE_LIBRARY_PATH=str(folder))
+    res, err = load_check(env, "ghost", "GHOST", str(tmp_path / "gone" / "libghost.so"))
+    assert "GHOST" not in res["types"] and "ABSENT" not in res["types"]
+    assert "TensorFlow device GHOST is disabled: plugin ghost is broken: native library not " \
+           "found" in err, err[-2000:]
+    assert "TensorFlow device ABSENT is disabled: no unidev plugin named 'absent'" in err
+    assert "ignoring a second TensorFlow adapter" in err
 
 
 def test_status_lines_after_build(installed):

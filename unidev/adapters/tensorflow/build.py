@@ -66,11 +66,12 @@ def library_name(plugin: str) -> str:
     return f"{PREFIX}{plugin}.so"
 
 
-def _compile(sources: list[Path], out: Path, flags: list[str], tf: TfInstall) -> None:
+def _compile(sources: list[Path], out: Path, flags: list[str], tf: TfInstall,
+             libs: tuple[str, ...] = ()) -> None:
     cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O2", "-fPIC", "-shared",
            "-fvisibility=hidden", *TF_FLAGS, f"-I{tf.include}", f"-I{include_dir()}",
            f"-I{out.parent}", *flags, *map(str, sources), f"-L{tf.root}",
-           "-l:libtensorflow_framework.so.2", f"-Wl,-rpath,{tf.root}", "-o", str(out)]
+           "-l:libtensorflow_framework.so.2", *libs, f"-Wl,-rpath,{tf.root}", "-o", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"building {out.name} failed:\n{' '.join(cmd)}\n{res.stderr[-4000:]}")
@@ -95,27 +96,31 @@ def build_varops(tf: TfInstall) -> Path:
                    lambda out: _compile([CSRC / "varops.cc"], out, [], tf))
 
 
-def _plugin_key(tf: TfInstall, rec: discovery.PluginRecord, varops: Path):
+def _plugin_key(tf: TfInstall, rec: discovery.PluginRecord):
     spec = rec.spec
     assert spec is not None
-    defines = {"UDTF_TYPE": spec.tf_type, "UDTF_PLUGIN_LIBRARY": os.path.realpath(spec.library),
-               "UDTF_VAROPS_LIBRARY": str(varops), "UDTF_TF_VERSION": tf.version}
+    # No paths: the plugin's library is resolved through discovery when TF loads the adapter,
+    # the variable-op library is the one installed beside it.
+    defines = {"UDTF_TYPE": spec.tf_type, "UDTF_PLUGIN": rec.name,
+               "UDTF_VAROPS_NAME": VAROPS_NAME, "UDTF_TF_VERSION": tf.version}
     sources = sorted(p for p in CSRC.iterdir() if p.name != "varops.cc")
     return sources, defines, ops.generate()
 
 
-def build_plugin(tf: TfInstall, rec: discovery.PluginRecord, varops: Path,
+def build_plugin(tf: TfInstall, rec: discovery.PluginRecord,
                  cached_only: bool = False) -> Path | None:
-    """The PluggableDevice library for one plugin (device type and library path compiled in);
+    """The PluggableDevice library for one plugin (its name and device type compiled in);
     with `cached_only`, the cached build or None."""
-    sources, defines, table = _plugin_key(tf, rec, varops)
+    sources, defines, table = _plugin_key(tf, rec)
     flags = [f'-D{k}="{v}"' for k, v in defines.items()]
 
     def make(out: Path) -> None:
         if cached_only:
             raise LookupError
         (out.parent / "optable.inc").write_text(table)
-        _compile([CSRC / "device.cc", CSRC / "kernels.cc"], out, flags, tf)
+        # libtensorflow_cc has the C API's op definitions (TF_GraphGetOpDef, opdef.cc)
+        _compile([CSRC / "device.cc", CSRC / "kernels.cc", CSRC / "opdef.cc"], out, flags, tf,
+                 ("-l:libtensorflow_cc.so.2",))
 
     try:
         return _cached(tf, rec.name, sources, table + repr(sorted(defines.items())),
@@ -134,22 +139,24 @@ def _install(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def _install_keras_hook(tf: TfInstall, types: set[str]) -> list[str]:
-    """keras_hook.py as ``<site-packages>/_unidev_tf_keras.py`` plus the .pth importing it."""
+def _install_hooks(tf: TfInstall, types: set[str]) -> list[str]:
+    """startup_hooks.py as ``<site-packages>/_unidev_tf_hooks.py`` plus the .pth importing it."""
     site = tf.root.parent
-    module, pth = site / "_unidev_tf_keras.py", site / "unidev_tf_keras.pth"
+    module, pth = site / "_unidev_tf_hooks.py", site / "unidev_tf_hooks.pth"
+    for old in (site / "_unidev_tf_keras.py", site / "unidev_tf_keras.pth"):  # its former name
+        old.unlink(missing_ok=True)
     if not types:
         for f in (module, pth):
             f.unlink(missing_ok=True)
         return []
-    src = (Path(__file__).parent / "keras_hook.py").read_text().replace(
+    src = (Path(__file__).parent / "startup_hooks.py").read_text().replace(
         "TYPES: frozenset = frozenset()", f"TYPES: frozenset = frozenset({sorted(types)!r})")
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "m.py").write_text(src)
-        (Path(tmp) / "p.pth").write_text("import _unidev_tf_keras\n")
+        (Path(tmp) / "p.pth").write_text("import _unidev_tf_hooks\n")
         _install(Path(tmp) / "m.py", module)
         _install(Path(tmp) / "p.pth", pth)
-    return [f"tensorflow: Keras jit_compile='auto' hook -> {pth}"]
+    return [f"tensorflow: Keras jit_compile and memory-growth hooks -> {pth}"]
 
 
 def build(install: bool = True) -> list[str]:
@@ -165,22 +172,20 @@ def build(install: bool = True) -> list[str]:
     if not tf.include.is_dir() or not tf.framework.exists():
         return [f"tensorflow {tf.version}: no C headers or framework library under {tf.root}"]
     target = plugin_dir(tf)
-    varops_dst = target / "unidev" / VAROPS_NAME
     msgs: list[str] = []
     try:
         varops = build_varops(tf)
         if install:
-            _install(varops, varops_dst)
+            _install(varops, target / "unidev" / VAROPS_NAME)
     except Exception as exc:  # the devices still work; variable updates fall back to TF's
         msgs.append(f"tensorflow: variable-op library not built: {exc}")
-        varops = varops_dst
     wanted, types = set(), set()
     for rec in discovery.discover():
         if not rec.usable or rec.spec is None:
             msgs.append(f"tensorflow: skipped plugin {rec.name}: {rec.status} ({rec.error})")
             continue
         try:
-            lib = build_plugin(tf, rec, varops_dst if install else varops)
+            lib = build_plugin(tf, rec)
         except Exception as exc:
             msgs.append(f"tensorflow: plugin {rec.name} failed to build: {exc}")
             continue
@@ -193,7 +198,7 @@ def build(install: bool = True) -> list[str]:
         else:
             msgs.append(f"tensorflow: {rec.spec.tf_type} ({rec.name}) built: {lib}")
     if install:
-        msgs += _install_keras_hook(tf, types)
+        msgs += _install_hooks(tf, types)
     if install and target.is_dir():
         for stale in target.glob(f"{PREFIX}*.so"):
             if stale.name not in wanted:

@@ -15,6 +15,11 @@ ALL = NUM + ("bool",)
 # Shape and axis arguments are declared host memory and read on the host; labels too, so a bad
 # label fails its own op rather than a later synchronization.
 DTYPE_BITS = {"float32": 1, "float64": 2, "int32": 4, "int64": 8, "bool": 16}
+# What a type attribute of a TF op is constrained to, per registered kernel: "T" the kernel's
+# dtype, "dst" each dtype Cast converts to, "index" int32 and int64 (host values the handler
+# reads either way), or one fixed dtype. TF_InitKernel checks each against the op's real OpDef.
+TYPE_KINDS = {"T": -1, "dst": -2, "index": -3}
+T = (("T", "T"),)
 
 
 @dataclass(frozen=True)
@@ -23,7 +28,8 @@ class TfOp:
 
     `handler` names the C++ routine in kernels.cc that maps it; `ud` is the unidev op it calls
     (its attribute defaults come from the op set); `needs` lists every unidev op the handler
-    calls, so the TF kernel is registered only when the plugin has all of them.
+    calls, so the TF kernel is registered only when the plugin has all of them. `types` must
+    name every type attribute of the TF op (see TYPE_KINDS), none that it lacks.
     """
 
     tf: str
@@ -31,7 +37,7 @@ class TfOp:
     ud: str
     dtypes: tuple[str, ...] = F
     needs: tuple[str, ...] = ()
-    type_attr: str = "T"
+    types: tuple[tuple[str, str], ...] = T  # (type attribute, what it is constrained to)
     host: tuple[str, ...] = ()
 
     @property
@@ -39,22 +45,28 @@ class TfOp:
         return (self.ud,) + tuple(n for n in self.needs if n != self.ud)
 
 
-def _u(tf: str, ud: str, dtypes: tuple = F) -> TfOp:
-    return TfOp(tf, "unary", ud, dtypes)
+def _u(tf: str, ud: str, dtypes: tuple = F, types: tuple = T) -> TfOp:
+    return TfOp(tf, "unary", ud, dtypes, types=types)
 
 
-def _b(tf: str, ud: str, dtypes: tuple = F) -> TfOp:
-    return TfOp(tf, "binary", ud, dtypes)
+def _b(tf: str, ud: str, dtypes: tuple = F, types: tuple = T) -> TfOp:
+    return TfOp(tf, "binary", ud, dtypes, types=types)
+
+
+def _index(attr: str) -> tuple[tuple[str, str], ...]:
+    return T + ((attr, "index"),)
 
 
 _RED = ("reduction_indices",)
+_BOOL = ("bool",)
+_ARG = _index("Tidx") + (("output_type", "int64"),)
 TF_OPS: tuple[TfOp, ...] = (
     _u("Neg", "neg", NUM), _u("Abs", "abs", NUM), _u("Exp", "exp"), _u("Log", "log"),
     _u("Sqrt", "sqrt"), _u("Rsqrt", "rsqrt"), _u("Reciprocal", "reciprocal"),
     _u("Inv", "reciprocal"), _u("Sin", "sin"), _u("Cos", "cos"), _u("Tanh", "tanh"),
     _u("Sigmoid", "sigmoid"), _u("Relu", "relu", NUM), _u("Square", "square", NUM),
     _u("Sign", "sign", NUM), _u("Floor", "floor"), _u("Ceil", "ceil"), _u("Round", "round"),
-    _u("Erf", "erf"), _u("LogicalNot", "logical_not", ("bool",)),
+    _u("Erf", "erf"), _u("LogicalNot", "logical_not", _BOOL, ()),
     _u("Softmax", "softmax"), _u("LogSoftmax", "log_softmax"),
     # eager tf.constant: the host value copied by the adapter (TF's own kernel copies it through
     # its EventMgr, several thread switches per constant)
@@ -62,12 +74,12 @@ TF_OPS: tuple[TfOp, ...] = (
     TfOp("StopGradient", "forward", "copy", ALL), TfOp("Snapshot", "forward", "copy", ALL),
     TfOp("ZerosLike", "zeros_like", "zero", ALL),
     TfOp("OnesLike", "ones_like", "fill", ALL),
-    _b("AddV2", "add", NUM), _b("Add", "add", NUM), _b("Sub", "sub", NUM), _b("Mul", "mul", ALL),
+    _b("AddV2", "add", NUM), _b("Add", "add", NUM), _b("Sub", "sub", NUM), _b("Mul", "mul", NUM),
     _b("RealDiv", "div"), _b("Div", "div"), _b("Maximum", "maximum", NUM),
     _b("Minimum", "minimum", NUM), _b("Pow", "pow"),
     _b("Equal", "eq", ALL), _b("NotEqual", "ne", ALL), _b("Less", "lt", NUM),
     _b("LessEqual", "le", NUM), _b("Greater", "gt", NUM), _b("GreaterEqual", "ge", NUM),
-    _b("LogicalAnd", "logical_and", ("bool",)), _b("LogicalOr", "logical_or", ("bool",)),
+    _b("LogicalAnd", "logical_and", _BOOL, ()), _b("LogicalOr", "logical_or", _BOOL, ()),
     _b("ReluGrad", "threshold_backward", NUM),
     TfOp("SigmoidGrad", "binary_rev", "sigmoid_backward"),
     TfOp("TanhGrad", "binary_rev", "tanh_backward"),
@@ -78,25 +90,26 @@ TF_OPS: tuple[TfOp, ...] = (
     TfOp("SelectV2", "select", "where", ALL),
     TfOp("Select", "select", "where", ALL),
     TfOp("AddN", "add_n", "add", NUM, ("copy",)),
-    TfOp("Cast", "cast", "cast", ALL + ("int32",), type_attr="SrcT"),
-    TfOp("Sum", "reduce", "sum", NUM, host=_RED),
-    TfOp("Mean", "reduce", "mean", F, host=_RED),
-    TfOp("Max", "reduce", "max", NUM, host=_RED),
-    TfOp("Min", "reduce", "min", NUM, host=_RED),
-    TfOp("Prod", "reduce", "prod", NUM, host=_RED),
-    TfOp("ArgMax", "argmax", "argmax", F, host=("dimension",)),
-    TfOp("ArgMin", "argmax", "argmin", F, host=("dimension",)),
+    TfOp("Cast", "cast", "cast", ALL + ("int32",), types=(("SrcT", "T"), ("DstT", "dst"))),
+    TfOp("Sum", "reduce", "sum", NUM, types=_index("Tidx"), host=_RED),
+    TfOp("Mean", "reduce", "mean", F, types=_index("Tidx"), host=_RED),
+    TfOp("Max", "reduce", "max", NUM, types=_index("Tidx"), host=_RED),
+    TfOp("Min", "reduce", "min", NUM, types=_index("Tidx"), host=_RED),
+    TfOp("Prod", "reduce", "prod", NUM, types=_index("Tidx"), host=_RED),
+    TfOp("ArgMax", "argmax", "argmax", F, types=_ARG, host=("dimension",)),
+    TfOp("ArgMin", "argmax", "argmin", F, types=_ARG, host=("dimension",)),
     TfOp("BiasAdd", "bias_add", "add", F),
     TfOp("BiasAddGrad", "bias_add_grad", "sum", F),
     TfOp("MatMul", "matmul", "matmul", F),
     TfOp("BatchMatMulV2", "matmul", "matmul", F),
-    TfOp("BatchMatMulV3", "matmul", "matmul", F, type_attr="Ta"),
-    TfOp("BroadcastTo", "broadcast_to", "copy", ALL, host=("shape",)),
-    TfOp("Tile", "tile", "copy", ALL, host=("multiples",)),
-    TfOp("Fill", "fill", "copy", ALL, host=("dims",)),
-    TfOp("Transpose", "transpose", "copy", ALL, host=("perm",)),
+    TfOp("BatchMatMulV3", "matmul", "matmul", F,
+         types=(("Ta", "T"), ("Tb", "T"), ("Tout", "T"))),
+    TfOp("BroadcastTo", "broadcast_to", "copy", ALL, types=_index("Tidx"), host=("shape",)),
+    TfOp("Tile", "tile", "copy", ALL, types=_index("Tmultiples"), host=("multiples",)),
+    TfOp("Fill", "fill", "copy", ALL, types=_index("index_type"), host=("dims",)),
+    TfOp("Transpose", "transpose", "copy", ALL, types=_index("Tperm"), host=("perm",)),
     TfOp("SparseSoftmaxCrossEntropyWithLogits", "sparse_xent", "log_softmax", F,
-         ("nll_loss", "nll_loss_backward", "exp", "add", "fill")),
+         ("nll_loss", "nll_loss_backward", "exp", "add", "fill"), _index("Tlabels")),
     TfOp("Conv2D", "conv2d", "conv2d", F, ("pad_constant",)),
     TfOp("Conv2DBackpropInput", "conv2d_bi", "conv2d_backward_input", F, ("copy",),
          host=("input_sizes",)),
@@ -126,7 +139,16 @@ def check() -> list[str]:
         for dt in op.dtypes:
             if dt not in DTYPE_BITS:
                 problems.append(f"{op.tf}: dtype {dt!r} unknown")
+        if len(op.types) > 3 or len(op.host) > 2:
+            problems.append(f"{op.tf}: kernels.cc holds 3 type attributes and 2 host arguments")
+        for attr, kind in op.types:
+            if kind not in TYPE_KINDS and kind not in DTYPE_BITS:
+                problems.append(f"{op.tf}: attribute {attr} constrained to unknown {kind!r}")
     return problems
+
+
+def _kind(kind: str) -> int:
+    return TYPE_KINDS[kind] if kind in TYPE_KINDS else list(DTYPE_BITS).index(kind)
 
 
 def _c_attr(a: opset.Attr, ints_name: str) -> str:
@@ -173,8 +195,11 @@ def generate() -> str:
         mask = sum(DTYPE_BITS[d] for d in op.dtypes)
         needs = ", ".join(f"OP_{n}" for n in op.all_needs)
         host = ", ".join(f'"{h}"' for h in op.host)
-        lines.append(f'  {{"{op.tf}", H_{op.handler}, OP_{op.ud}, {mask}, "{op.type_attr}", '
-                     f"{{{host or 'nullptr'}}}, {len(op.all_needs)}, {{{needs}}}}},")
+        attrs = ", ".join(f'"{a}"' for a, _ in op.types)
+        kinds = ", ".join(str(_kind(k)) for _, k in op.types)
+        lines.append(f'  {{"{op.tf}", H_{op.handler}, OP_{op.ud}, {mask}, {len(op.types)}, '
+                     f"{{{attrs or 'nullptr'}}}, {{{kinds or '0'}}}, {{{host or 'nullptr'}}}, "
+                     f"{len(op.all_needs)}, {{{needs}}}}},")
     lines.append("};")
     return "\n".join(lines) + "\n"
 

@@ -25,7 +25,7 @@ def summary() -> list[str]:
         count = "0" if rec.devices == 1 else f"0-{rec.devices - 1}"
         name = f"/device:{rec.spec.tf_type}:{count} ({rec.name})"
         installed = folder / build.library_name(rec.name)
-        cached = build.build_plugin(tf, rec, varops, cached_only=True)
+        cached = build.build_plugin(tf, rec, cached_only=True)
         if not installed.exists():
             state = "not installed; run `unidev build tensorflow`"
         elif cached is None or not filecmp.cmp(cached, installed, shallow=False):

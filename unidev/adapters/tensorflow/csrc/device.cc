@@ -22,13 +22,38 @@ namespace {
 std::mutex g_mu;
 std::vector<UD_Stream> g_streams;
 
-bool allowed(const char* name) {
-  const char* raw = std::getenv("UNIDEV_PLUGINS");
-  if (!raw || !*raw) return true;
-  std::string list = std::string(",") + raw + ",", key = std::string(",") + name + ",";
-  for (char& c : list)
-    if (c == ' ') c = ',';
-  return list.find(key) != std::string::npos;
+// The plugin's library is what unidev's discovery finds now (`unidev list`'s answer), asked
+// through the Python that runs TF: unidev.adapters.tensorflow.resolve.library(). Python's C API
+// is looked up at run time, so the adapter links no libpython. Returns "OK <path>", "OFF <why>"
+// (switched off by the user) or "ERR <why>".
+std::string resolve() {
+  using Obj = void*;
+  auto sym = [](const char* n) { return dlsym(RTLD_DEFAULT, n); };
+  auto initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
+  auto ensure = reinterpret_cast<int (*)()>(sym("PyGILState_Ensure"));
+  auto release = reinterpret_cast<void (*)(int)>(sym("PyGILState_Release"));
+  auto import = reinterpret_cast<Obj (*)(const char*)>(sym("PyImport_ImportModule"));
+  auto call = reinterpret_cast<Obj (*)(Obj, const char*, const char*, ...)>(
+      sym("PyObject_CallMethod"));
+  auto utf8 = reinterpret_cast<const char* (*)(Obj)>(sym("PyUnicode_AsUTF8"));
+  auto decref = reinterpret_cast<void (*)(Obj)>(sym("Py_DecRef"));
+  auto clear = reinterpret_cast<void (*)()>(sym("PyErr_Clear"));
+  if (!initialized || !ensure || !release || !import || !call || !utf8 || !decref || !clear ||
+      !initialized())
+    return "ERR TensorFlow runs outside Python here; the adapter resolves plugins through "
+           "unidev's discovery, which needs it";
+  int gil = ensure();
+  std::string out = "ERR unidev.adapters.tensorflow.resolve is not importable in this Python";
+  if (Obj mod = import("unidev.adapters.tensorflow.resolve")) {
+    Obj res = call(mod, "library", "ss", UDTF_PLUGIN, UDTF_TYPE);
+    const char* text = res ? utf8(res) : nullptr;
+    out = text ? text : "ERR unidev's resolver failed";
+    if (res) decref(res);
+    decref(mod);
+  }
+  clear();
+  release(gil);
+  return out;
 }
 
 // TF's oneDNN graph and eager rewrites treat every device whose name contains "CPU" as its
@@ -45,17 +70,24 @@ void load(Plugin& p) {
               "plugin's tf_type or set TF_ENABLE_ONEDNN_OPTS=0";
     return;
   }
-  void* dl = dlopen(UDTF_PLUGIN_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  std::string found = resolve();
+  if (found.compare(0, 3, "OK ") != 0) {
+    p.off = found.compare(0, 4, "OFF ") == 0;
+    p.error = found.substr(found.find(' ') + 1);
+    return;
+  }
+  const std::string lib = found.substr(3);
+  void* dl = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char* e = dlerror();
-    p.error = std::string("cannot load ") + UDTF_PLUGIN_LIBRARY + ": " + (e ? e : "?") +
+    p.error = "cannot load " + lib + ": " + (e ? e : "?") +
               " (reinstall the plugin, then run `unidev build tensorflow`)";
     return;
   }
   auto get = reinterpret_cast<UD_GetApiFn>(dlsym(dl, UD_ENTRY_POINT));
   const UD_Api* api = get ? get() : nullptr;
   if (!api) {
-    p.error = std::string(UDTF_PLUGIN_LIBRARY) + " has no usable " UD_ENTRY_POINT "()";
+    p.error = lib + " has no usable " UD_ENTRY_POINT "()";
     return;
   }
   if (api->abi_major != UD_ABI_MAJOR || api->struct_size < sizeof(UD_Api)) {
@@ -77,10 +109,6 @@ void load(Plugin& p) {
       p.error = "the plugin leaves a UD_Api function the TF adapter needs NULL";
       return;
     }
-  if (!allowed(api->plugin_name ? api->plugin_name : "")) {
-    p.error = "not in UNIDEV_PLUGINS";
-    return;
-  }
   int32_t n = 0;
   const char* reason = nullptr;
   UD_Error* err = api->device_count(&n, &reason);
@@ -135,7 +163,7 @@ Plugin& plugin() {
       return;
     }
     load(p);
-    if (p.devices == 0 && p.error != "not in UNIDEV_PLUGINS")
+    if (p.devices == 0 && !p.off)
       std::fprintf(stderr, "unidev: TensorFlow device %s is disabled: %s\n", UDTF_TYPE,
                    p.error.c_str());
   });

@@ -31,7 +31,9 @@ struct TfOpInfo {
   int handler;
   int ud;
   uint32_t dtypes;
-  const char* type_attr;
+  int ntypes;
+  const char* type_attrs[3];
+  int type_kinds[3];  // kernel dtype (-1), each Cast target (-2), int32+int64 (-3), kTfTypes[k]
   const char* host[2];
   int nneeds;
   int needs[8];
@@ -168,17 +170,37 @@ struct Call {
   // and size, no other reader; elementwise ops only). TF hands over only unshared buffers and each
   // fetched input holds a reference, so those are released first: callers must not use them.
   TF_Tensor* output(int i, TF_DataType dt, const int64_t* dims, int nd, int reuse = -1) {
-    size_t bytes = TF_DataTypeSize(dt);
-    for (int j = 0; j < nd; j++) bytes *= size_t(dims[j]);
+    size_t bytes = 0;
+    if (!valid_shape(dims, nd, TF_DataTypeSize(dt), &bytes)) return nullptr;
     if (reuse < 0) return keep(TF_AllocateOutput(ctx, i, dt, dims, nd, bytes, st));
     int forwarded = -1;
     release();
     return keep(TF_ForwardInputOrAllocateOutput(ctx, &reuse, 1, i, dims, nd, &forwarded, st));
   }
   TF_Tensor* temp(TF_DataType dt, const std::vector<int64_t>& dims) {
+    size_t bytes = 0;
+    if (!valid_shape(dims.data(), int(dims.size()), TF_DataTypeSize(dt), &bytes)) return nullptr;
     TF_AllocatorAttributes attr{TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, 0};
     return keep(TF_AllocateTemp(ctx, dt, dims.data(), int(dims.size()), &attr, st));
   }
+  // TF aborts the process on a shape with a negative dimension or more than 2^63-1 elements:
+  // every shape is checked here before it reaches TF's allocation.
+  bool valid_shape(const int64_t* dims, int nd, size_t elem, size_t* bytes) {
+    int64_t n = 1;
+    if (nd > kMaxDims) return fail(TF_INVALID_ARGUMENT, "rank " + std::to_string(nd) + " above 16");
+    for (int j = 0; j < nd; j++) {
+      if (dims[j] < 0)
+        return fail(TF_INVALID_ARGUMENT, "dimension " + std::to_string(j) + " of the result is " +
+                                             std::to_string(dims[j]) + ", expected >= 0");
+      if (__builtin_mul_overflow(n, dims[j], &n))
+        return fail(TF_INVALID_ARGUMENT, "the result would have more than 2^63-1 elements");
+    }
+    if (__builtin_mul_overflow(size_t(n), elem, bytes))
+      return fail(TF_INVALID_ARGUMENT, "the result would have more than 2^64-1 bytes");
+    return true;
+  }
+  // Host input `i` (named `what`) read as a shape: every entry a dimension >= 0.
+  bool shape_arg(int i, const char* what, std::vector<int64_t>* dims);
   TF_DataType out_type() const { return TF_ExpectedOutputDataType(ctx, 0); }
   // A device-memory descriptor of input `i`; declared host-memory inputs are staged over.
   bool device_input(int i, Desc* d);
@@ -307,6 +329,20 @@ std::vector<int64_t> host_ints(const TF_Tensor* t, const void* data = nullptr) {
     v[i] = TF_TensorType(t) == TF_INT64 ? static_cast<const int64_t*>(data)[i]
                                         : static_cast<const int32_t*>(data)[i];
   return v;
+}
+
+bool Call::shape_arg(int i, const char* what, std::vector<int64_t>* dims) {
+  TF_Tensor* t = input(i);
+  if (!t) return false;
+  *dims = host_ints(t);
+  if (TF_NumDims(t) > 1) return fail(TF_INVALID_ARGUMENT, std::string(what) + " must be 1-D");
+  if (dims->size() > kMaxDims)
+    return fail(TF_INVALID_ARGUMENT, std::string(what) + " has more than 16 entries");
+  for (size_t j = 0; j < dims->size(); j++)
+    if ((*dims)[j] < 0)
+      return fail(TF_INVALID_ARGUMENT, std::string(what) + "[" + std::to_string(j) + "] is " +
+                                           std::to_string((*dims)[j]) + ", expected >= 0");
+  return true;
 }
 
 bool Call::host_values(int i, const Desc& d, std::vector<int64_t>* v) {
@@ -576,10 +612,8 @@ void copy_to_new_output(Call& c, const Desc& view) {
 
 void h_broadcast_to(Call& c) {
   Desc x;
-  TF_Tensor* s = c.device_input(0, &x) ? c.input(1) : nullptr;
-  if (!s) return;
-  std::vector<int64_t> shape = host_ints(s), check;
-  if (shape.size() > kMaxDims) return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
+  std::vector<int64_t> shape, check;
+  if (!c.device_input(0, &x) || !c.shape_arg(1, "shape", &shape)) return;
   Desc target = contiguous(0, TF_FLOAT, shape.data(), int(shape.size()), 0);
   if (!broadcast_shape(c, {&x, &target}, &check)) return;
   if (check != shape)
@@ -588,19 +622,17 @@ void h_broadcast_to(Call& c) {
 }
 
 void h_fill(Call& c) {
-  TF_Tensor* s = c.input(0);
+  std::vector<int64_t> dims;
   Desc v;
-  if (!s || !c.device_input(1, &v)) return;
-  if (TF_TensorElementCount(s) > kMaxDims)
-    return void(c.fail(TF_INVALID_ARGUMENT, "rank above 16"));
-  copy_to_new_output(c, broadcast(v, host_ints(s)));
+  if (!c.shape_arg(0, "dims", &dims) || !c.device_input(1, &v)) return;
+  if (v.t.ndim != 0) return void(c.fail(TF_INVALID_ARGUMENT, "value must be a scalar"));
+  copy_to_new_output(c, broadcast(v, dims));
 }
 
 void h_tile(Call& c) {
   Desc x;
-  TF_Tensor* mt = c.device_input(0, &x) ? c.input(1) : nullptr;
-  if (!mt) return;
-  std::vector<int64_t> m = host_ints(mt), dims;
+  std::vector<int64_t> m, dims;
+  if (!c.device_input(0, &x) || !c.shape_arg(1, "multiples", &m)) return;
   if (int(m.size()) != x.t.ndim || 2 * x.t.ndim > kMaxDims)
     return void(c.fail(TF_INVALID_ARGUMENT, "multiples needs one entry per dimension (rank <= 8)"));
   // Output viewed as [m0, d0, m1, d1, ...]: the input repeats with stride 0 over each m_i.
@@ -609,7 +641,9 @@ void h_tile(Call& c) {
   for (int i = 0; i < x.t.ndim; i++) {
     src.shape[2 * i] = m[i], src.strides[2 * i] = 0;
     src.shape[2 * i + 1] = x.shape[i], src.strides[2 * i + 1] = x.strides[i];
-    dims.push_back(m[i] * x.shape[i]);
+    dims.push_back(0);
+    if (__builtin_mul_overflow(m[i], x.shape[i], &dims.back()))
+      return void(c.fail(TF_INVALID_ARGUMENT, "multiples overflow the result's dimensions"));
   }
   TF_Tensor* y = c.output(0, c.out_type(), dims);
   if (!y) return;
@@ -668,6 +702,113 @@ void h_sparse_xent(Call& c) {
 
 // ---- convolution and pooling (NHWC handled as permuted NCHW views) ----------------------------
 
+// TF CPU's checks of the window attributes, with its error codes, so the device refuses what TF
+// CPU refuses and never ignores a batch or depth entry. Where TF CPU's refusal is only a limit
+// of its CPU kernels (NCHW, dilated gradients), the device computes, as TF's GPU kernels do.
+bool check_padding(Call& c, int cd) {
+  const std::vector<int64_t>& p = c.k->explicit_pads;
+  if (c.k->padding != "EXPLICIT")
+    return p.empty() || c.fail(TF_INVALID_ARGUMENT, "explicit_paddings attribute must be empty "
+                                                    "if the padding attribute is not EXPLICIT");
+  if (p.size() != 8)
+    return c.fail(TF_INVALID_ARGUMENT, "explicit_paddings attribute must contain 8 values, but "
+                                       "got: " + std::to_string(p.size()));
+  for (int64_t v : p)
+    if (v < 0) return c.fail(TF_INVALID_ARGUMENT, "All elements of explicit_paddings must be "
+                                                  "nonnegative, got " + std::to_string(v));
+  if (p[0] || p[1] || p[2 * cd] || p[2 * cd + 1])
+    return c.fail(TF_INVALID_ARGUMENT, "Nonzero explicit padding in the batch or depth "
+                                       "dimensions is not supported");
+  return true;
+}
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+bool check_conv_attrs(Call& c) {
+  const Kern* k = c.k;
+  int cd = k->nchw ? 1 : 3, h = k->nchw ? 2 : 1;
+  // TF CPU's Conv2DBackpropFilter reports these as invalid arguments, the others as unimplemented
+  TF_Code unsupported = k->op->handler == H_conv2d_bf ? TF_INVALID_ARGUMENT : TF_UNIMPLEMENTED;
+  const std::vector<int64_t>&s = k->strides, &d = k->dilations;
+  if (s.size() != 4)
+    return c.fail(TF_INVALID_ARGUMENT, "Sliding window strides field must specify 4 dimensions");
+  if (d.size() != 4)
+    return c.fail(TF_INVALID_ARGUMENT, "Sliding window dilations field must specify 4 dimensions");
+  if (s[0] != 1 || s[cd] != 1)
+    return c.fail(unsupported, "strides " + list_str(s) + ": the batch and depth entries must "
+                               "be 1 (strides there are not supported)");
+  if (s[h] < 1 || s[h + 1] < 1)
+    return c.fail(TF_INVALID_ARGUMENT, "strides " + list_str(s) + ": row and column strides "
+                                       "should be larger than 0");
+  if (d[0] != 1 || d[cd] != 1)
+    return c.fail(unsupported, "dilations " + list_str(d) + ": the batch and depth entries must "
+                               "be 1 (dilations there are not supported)");
+  if (d[h] < 1 || d[h + 1] < 1)
+    return c.fail(TF_INVALID_ARGUMENT, "dilations " + list_str(d) + ": dilated rates should be "
+                                       "larger than 0");
+  return check_padding(c, cd);
+}
+
+// `depth`: the input's channels. TF's rules for pooling over the depth dimension are TF's own
+// (MaxPool's depthwise pooling runs only on TF's CPU, as on its GPU: refused here).
+bool check_pool_attrs(Call& c, int64_t depth) {
+  const Kern* k = c.k;
+  int cd = k->nchw ? 1 : 3, h = k->nchw ? 2 : 1, op = k->op->ud;
+  const std::vector<int64_t>&ks = k->ksize, &s = k->strides;
+  if (ks.size() != 4)
+    return c.fail(TF_INVALID_ARGUMENT, "Sliding window ksize field must specify 4 dimensions");
+  if (s.size() != 4)
+    return c.fail(TF_INVALID_ARGUMENT, "Sliding window stride field must specify 4 dimensions");
+  if (ks[0] != 1 || s[0] != 1)
+    return c.fail(TF_UNIMPLEMENTED, "ksize " + list_str(ks) + ", strides " + list_str(s) +
+                                        ": pooling is not yet supported on the batch dimension");
+  for (int i = 0; i < 4; i++) {
+    if (ks[i] < 1)
+      return c.fail(TF_INVALID_ARGUMENT, "ksize " + list_str(ks) + ": every entry must be > 0");
+    if (s[i] < 1)
+      return c.fail(TF_INVALID_ARGUMENT, "strides " + list_str(s) + ": every entry must be > 0");
+  }
+  bool spatial = ks[h] != 1 || ks[h + 1] != 1;
+  if (op == OP_max_pool2d_backward && (ks[cd] != 1 || s[cd] != 1))
+    return c.fail(TF_UNIMPLEMENTED, "MaxPoolingGrad is not yet supported on the depth dimension");
+  if (op == OP_avg_pool2d_backward && ks[cd] != 1)
+    return c.fail(TF_UNIMPLEMENTED, "non-spatial pooling (ksize " + list_str(ks) +
+                                        ") is not yet supported");
+  if (ks[cd] != 1) {
+    if (spatial)
+      return c.fail(TF_UNIMPLEMENTED, "ksize " + list_str(ks) + ": pooling supports exactly one "
+                                      "of pooling across depth or across width/height");
+    if (depth % ks[cd])
+      return c.fail(TF_UNIMPLEMENTED, "depthwise pooling requires the depth window to evenly "
+                                      "divide the input depth " + std::to_string(depth));
+    if (s[cd] != ks[cd])
+      return c.fail(TF_UNIMPLEMENTED, "depthwise pooling requires the depth window to equal "
+                                      "the depth stride");
+    return c.fail(TF_UNIMPLEMENTED, op == OP_avg_pool2d
+                                        ? "non-spatial pooling is not yet supported"
+                                        : "depthwise max pooling is only implemented by TF's CPU");
+  }
+  if (!check_padding(c, cd)) return false;
+  const std::vector<int64_t>& p = k->explicit_pads;
+  for (int i = h; i < h + 2 && k->padding == "EXPLICIT"; i++)
+    if (p[2 * i] >= ks[i] || p[2 * i + 1] >= ks[i])
+      return c.fail(TF_INVALID_ARGUMENT, "explicit_paddings " + list_str(k->explicit_pads) +
+                                             ": padding must be smaller than the window size");
+  return true;
+}
+
+// A tensor's shape (TF layout) against what the op's other arguments imply.
+bool expect_shape(Call& c, const char* what, const Desc& d, const std::vector<int64_t>& want) {
+  std::vector<int64_t> got(d.shape, d.shape + d.t.ndim);
+  return got == want || c.fail(TF_INVALID_ARGUMENT, std::string("Expected ") + what +
+                                                        " shape to be " + list_str(want) +
+                                                        ", but got " + list_str(got));
+}
+
 struct Window {
   int64_t before[2], after[2], stride[2], dilation[2], out[2];
 };
@@ -723,17 +864,28 @@ Attrs conv_attrs(int op, Window& w, const int64_t* pad, int64_t groups) {
       .ints("dilation", w.dilation, 2).i("groups", groups);
 }
 
+// The input depth a multiple of the filter's, out_backprop the shape the forward gives.
+bool conv_shapes(Call& c, const Desc& x, const Desc& f, const Desc& grad, Window* w) {
+  int64_t ks[2] = {f.shape[2], f.shape[3]};
+  if (f.shape[1] < 1 || x.shape[1] % f.shape[1])
+    return c.fail(TF_INVALID_ARGUMENT, "input depth " + std::to_string(x.shape[1]) +
+                                           " must be evenly divisible by filter depth " +
+                                           std::to_string(f.shape[1]));
+  return window(c, x.shape, ks, w) &&
+         (grad.t.ndim < 0 ||
+          expect_shape(c, "out_backprop", grad,
+                       layout_dims(c.k, x.shape[0], f.shape[0], w->out[0], w->out[1])));
+}
+
 void h_conv2d(Call& c) {
   Desc xin, fin;
   if (!c.device_input(0, &xin) || !c.device_input(1, &fin)) return;
+  if (!check_conv_attrs(c)) return;
   if (xin.t.ndim != 4 || fin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input and filter must be 4-D"));
   Desc x = nchw(c.k, xin), f = fin.permuted(kHwioAsOihw), none = absent();
   Window w;
-  int64_t ks[2] = {f.shape[2], f.shape[3]};
-  if (f.shape[1] == 0 || x.shape[1] % f.shape[1])
-    return void(c.fail(TF_INVALID_ARGUMENT, "input depth must be a multiple of filter depth"));
-  if (!window(c, x.shape, ks, &w)) return;
+  if (!conv_shapes(c, x, f, none, &w)) return;
   TF_Tensor* y = c.output(0, c.out_type(), layout_dims(c.k, x.shape[0], f.shape[0], w.out[0],
                                                       w.out[1]));
   if (!y) return;
@@ -743,19 +895,21 @@ void h_conv2d(Call& c) {
 }
 
 void h_conv2d_bi(Call& c) {
-  TF_Tensor* sizes = c.input(0);
+  std::vector<int64_t> xdims;
   Desc fin, gin;
-  if (!sizes || !c.device_input(1, &fin) || !c.device_input(2, &gin)) return;
-  std::vector<int64_t> xdims = host_ints(sizes);
+  if (!c.shape_arg(0, "input_sizes", &xdims) || !c.device_input(1, &fin) ||
+      !c.device_input(2, &gin) || !check_conv_attrs(c))
+    return;
   if (xdims.size() != 4 || fin.t.ndim != 4 || gin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input_sizes, filter and out_backprop must be 4-D"));
+  Desc f = fin.permuted(kHwioAsOihw);
+  Window w;
+  if (!conv_shapes(c, nchw(c.k, contiguous(0, c.out_type(), xdims.data(), 4, 0)), f, gin, &w))
+    return;
   TF_Tensor* gx = c.output(0, c.out_type(), xdims);
   if (!gx) return;
-  Desc dx = nchw(c.k, desc(c, gx)), f = fin.permuted(kHwioAsOihw), g = nchw(c.k, gin);
-  Window w;
-  int64_t ks[2] = {f.shape[2], f.shape[3]};
-  if (!window(c, dx.shape, ks, &w)) return;
-  int64_t groups = f.shape[1] ? dx.shape[1] / f.shape[1] : 1;
+  Desc dx = nchw(c.k, desc(c, gx)), g = nchw(c.k, gin);
+  int64_t groups = dx.shape[1] / f.shape[1];
   int64_t shape[4] = {dx.shape[0], dx.shape[1], dx.shape[2], dx.shape[3]};
   if (symmetric(w))
     return void(c.run(OP_conv2d_backward_input, {&g, &f}, {&dx},
@@ -779,18 +933,21 @@ void h_conv2d_bi(Call& c) {
 
 void h_conv2d_bf(Call& c) {
   Desc xin, gin;
-  TF_Tensor* sizes = c.device_input(0, &xin) ? c.input(1) : nullptr;
-  if (!sizes || !c.device_input(2, &gin)) return;
-  std::vector<int64_t> fdims = host_ints(sizes);
+  std::vector<int64_t> fdims;
+  if (!c.device_input(0, &xin) || !c.shape_arg(1, "filter_sizes", &fdims) ||
+      !c.device_input(2, &gin) || !check_conv_attrs(c))
+    return;
   if (fdims.size() != 4 || xin.t.ndim != 4 || gin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input, filter_sizes and out_backprop must be 4-D"));
+  Desc x = nchw(c.k, xin), g = nchw(c.k, gin);
+  Window w;
+  if (!conv_shapes(c, x, contiguous(0, c.out_type(), fdims.data(), 4, 0).permuted(kHwioAsOihw),
+                   gin, &w))
+    return;
   TF_Tensor* gf = c.output(0, c.out_type(), fdims);
   if (!gf) return;
-  Desc df = desc(c, gf).permuted(kHwioAsOihw), x = nchw(c.k, xin), g = nchw(c.k, gin);
-  Window w;
-  int64_t ks[2] = {df.shape[2], df.shape[3]};
-  if (!window(c, x.shape, ks, &w)) return;
-  int64_t groups = df.shape[1] ? x.shape[1] / df.shape[1] : 1;
+  Desc df = desc(c, gf).permuted(kHwioAsOihw);
+  int64_t groups = x.shape[1] / df.shape[1];
   int64_t wshape[4] = {df.shape[0], df.shape[1], df.shape[2], df.shape[3]};
   Desc src = symmetric(w) ? x : padded(c, x, w);
   c.run(OP_conv2d_backward_weight, {&g, &src}, {&df},
@@ -802,7 +959,7 @@ void h_conv2d_bf(Call& c) {
 // gives TF's output size (padded cells never count: max pads -inf, avg excludes padding).
 bool pool_attrs(Call& c, int op, const Desc& x, Window* w, Attrs* a, int64_t* buf) {
   int h = c.k->nchw ? 2 : 1;
-  if (c.k->ksize.size() != 4) return c.fail(TF_INVALID_ARGUMENT, "ksize must have 4 entries");
+  if (!check_pool_attrs(c, x.shape[1])) return false;
   int64_t ks[2] = {c.k->ksize[h], c.k->ksize[h + 1]};
   if (!window(c, x.shape, ks, w)) return false;
   bool ceil = !symmetric(*w);
@@ -847,7 +1004,11 @@ void h_max_pool_grad(Call& c) {
   Window w;
   Attrs a(OP_max_pool2d);
   int64_t buf[6];
-  if (!pool_attrs(c, OP_max_pool2d, x, &w, &a, buf)) return;
+  TF_Tensor* y0 = pool_attrs(c, OP_max_pool2d, x, &w, &a, buf) ? c.input(1) : nullptr;
+  std::vector<int64_t> out = layout_dims(c.k, x.shape[0], x.shape[1], w.out[0], w.out[1]);
+  if (!y0 || !expect_shape(c, "orig_output", desc(c, y0), out) ||
+      !expect_shape(c, "grad", gin, out))
+    return;
   TF_Tensor* gx = c.output(0, c.out_type(), dims_of(xin));
   if (!gx) return;
   Desc dx = nchw(c.k, desc(c, gx));
@@ -860,25 +1021,27 @@ void h_max_pool_grad(Call& c) {
 }
 
 void h_avg_pool_grad(Call& c) {
-  TF_Tensor* shape = c.input(0);
+  std::vector<int64_t> xdims;
   Desc gin;
-  if (!shape || !c.device_input(1, &gin)) return;
-  std::vector<int64_t> xdims = host_ints(shape);
+  if (!c.shape_arg(0, "orig_input_shape", &xdims) || !c.device_input(1, &gin)) return;
   if (xdims.size() != 4 || gin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "orig_input_shape and grad must be 4-D"));
-  TF_Tensor* gx = c.output(0, c.out_type(), xdims);
-  if (!gx) return;
-  Desc dx = nchw(c.k, desc(c, gx)), g = nchw(c.k, gin);
-  // The op set's backward takes x only for its shape: a stride-0 view of grad stands in for it.
-  Desc x = dx;
-  x.t.handle = g.t.handle;
-  x.t.byte_offset = g.t.byte_offset;
-  for (int i = 0; i < 4; i++) x.strides[i] = 0;
+  Desc x = nchw(c.k, contiguous(0, c.out_type(), xdims.data(), 4, 0)), g = nchw(c.k, gin);
   Window w;
   Attrs a(OP_avg_pool2d_backward);
   int64_t buf[6];
-  if (pool_attrs(c, OP_avg_pool2d_backward, x, &w, &a, buf))
-    c.run(OP_avg_pool2d_backward, {&g, &x}, {&dx}, a);
+  if (!pool_attrs(c, OP_avg_pool2d_backward, x, &w, &a, buf) ||
+      !expect_shape(c, "grad", gin, layout_dims(c.k, x.shape[0], x.shape[1], w.out[0], w.out[1])))
+    return;
+  TF_Tensor* gx = c.output(0, c.out_type(), xdims);
+  if (!gx) return;
+  Desc dx = nchw(c.k, desc(c, gx));
+  // The op set's backward takes x only for its shape: a stride-0 view of grad stands in for it.
+  x = dx;
+  x.t.handle = g.t.handle;
+  x.t.byte_offset = g.t.byte_offset;
+  for (int i = 0; i < 4; i++) x.strides[i] = 0;
+  c.run(OP_avg_pool2d_backward, {&g, &x}, {&dx}, a);
 }
 
 // ---- registration -----------------------------------------------------------------------------
@@ -984,23 +1147,41 @@ void* create_by_name(void* construction, const char* tf_op) {
   return nullptr;
 }
 
-bool register_one(int i, int di, int dst, TF_Status* st) {
+// One kernel of kTfOps[i] for dtype index `di`, its type attributes constrained to `types`
+// (kTfTypes indices), registered only when the op's real definition agrees.
+bool register_one(int i, int di, const int* types, TF_Status* st) {
   const TfOpInfo& op = kTfOps[i];
-  TF_KernelBuilder* b = TF_NewKernelBuilder(op.tf, UDTF_TYPE, kCreate[i], compute, destroy);
-  TF_KernelBuilder_TypeConstraint(b, op.type_attr, kTfTypes[di], st);
-  if (dst >= 0) TF_KernelBuilder_TypeConstraint(b, "DstT", kTfTypes[dst], st);
-  if (op.handler == H_argmax) TF_KernelBuilder_TypeConstraint(b, "output_type", TF_INT64, st);
+  std::vector<std::pair<const char*, int>> cons;
+  for (int j = 0; j < op.ntypes; j++) cons.emplace_back(op.type_attrs[j], kTfTypes[types[j]]);
+  std::vector<const char*> host;
+  for (const char* h : op.host)
+    if (h) host.push_back(h);
   // int32 lives in host memory (TF's rule): a Cast from it stages the value itself, rather than
   // TF copying it over through its EventMgr (one per Keras step: the batch size of the loss)
-  if (op.handler == H_cast && kTfTypes[di] == TF_INT32) TF_KernelBuilder_HostMemory(b, "x");
-  for (const char* h : op.host)
-    if (h) TF_KernelBuilder_HostMemory(b, h);
+  if (op.handler == H_cast && kTfTypes[di] == TF_INT32) host.push_back("x");
+  std::string why = udtf::opdef_mismatch(op.tf, cons, host);
+  if (!why.empty()) {
+    TF_SetStatus(st, TF_INVALID_ARGUMENT, why.c_str());
+    return false;
+  }
+  TF_KernelBuilder* b = TF_NewKernelBuilder(op.tf, UDTF_TYPE, kCreate[i], compute, destroy);
+  for (const auto& [attr, dt] : cons)
+    TF_KernelBuilder_TypeConstraint(b, attr, static_cast<TF_DataType>(dt), st);
+  for (const char* h : host) TF_KernelBuilder_HostMemory(b, h);
   if (TF_GetCode(st) != TF_OK) {
     TF_DeleteKernelBuilder(b);
     return false;
   }
   TF_RegisterKernelBuilder(op.tf, b, st);
   return TF_GetCode(st) == TF_OK;
+}
+
+// The dtype indices a type attribute of kind `kind` takes for a kernel of dtype index `di`.
+std::vector<int> choices(int kind, int di) {
+  if (kind == -1) return {di};
+  if (kind == -2) return {0, 1, 3, 4};  // Cast to int32 stays with TF: it feeds host shape math
+  if (kind == -3) return {2, 3};
+  return {kind};
 }
 
 void compute_any(void* k, void* ctx) { compute(k, static_cast<TF_OpKernelContext*>(ctx)); }
@@ -1015,17 +1196,22 @@ void register_variable_ops(const UD_Api* api) {
     bridge.mul[d] = g_fn[OP_mul][d];
   }
   auto version = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "TF_Version"));
+  // Installed beside this library (build.py), so a copied installation uses its own.
+  Dl_info self{};
+  dladdr(reinterpret_cast<void*>(&register_variable_ops), &self);
+  std::string lib = self.dli_fname ? self.dli_fname : "";
+  lib = lib.substr(0, lib.find_last_of('/') + 1) + "unidev/" UDTF_VAROPS_NAME;
   std::string why;
   if (version && std::strcmp(version(), UDTF_TF_VERSION) != 0) {
     why = std::string("built for TensorFlow ") + UDTF_TF_VERSION + ", running " + version();
-  } else if (void* dl = dlopen(UDTF_VAROPS_LIBRARY, RTLD_NOW | RTLD_LOCAL)) {
+  } else if (void* dl = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     auto reg = reinterpret_cast<UdtfRegisterVarOpsFn>(dlsym(dl, UDTF_VAROPS_ENTRY));
     char err[256] = {};
     if (reg && reg(&bridge, err, sizeof err) > 0) return;
     why = reg ? err : "no " UDTF_VAROPS_ENTRY;
   } else {
     const char* e = dlerror();
-    why = e ? e : "cannot load " UDTF_VAROPS_LIBRARY;
+    why = e ? e : "cannot load " + lib;
   }
   std::fprintf(stderr, "unidev: %s variable updates (AssignAddVariableOp...) are unavailable: %s; "
                "run `unidev build tensorflow`\n", UDTF_TYPE, why.c_str());
@@ -1055,14 +1241,19 @@ extern "C" __attribute__((visibility("default"))) void TF_InitKernel() {
       bool have = true;
       for (int n = 0; n < op.nneeds; n++) have = have && g_fn[op.needs[n]][d];
       if (!have) continue;
-      // Cast to int32 stays with TF: int32 results feed shape arithmetic on the host.
-      for (int dst = op.handler == H_cast ? 0 : -1; dst < (op.handler == H_cast ? kNumDTypes : 0);
-           dst++) {
-        if (dst == 2) continue;
+      // every combination of the type attributes' values gets its own kernel
+      std::vector<std::array<int, 3>> combos(1);
+      for (int j = 0; j < op.ntypes; j++) {
+        std::vector<std::array<int, 3>> next;
+        for (const auto& c : combos)
+          for (int v : choices(op.type_kinds[j], d)) next.push_back(c), next.back()[j] = v;
+        combos.swap(next);
+      }
+      for (const auto& c : combos) {
         TF_SetStatus(st, TF_OK, "");
-        if (register_one(i, d, dst, st)) udtf_registered_kernels++;
-        else std::fprintf(stderr, "unidev: cannot register %s on %s: %s\n", op.tf, UDTF_TYPE,
-                          TF_Message(st));
+        if (register_one(i, d, c.data(), st)) udtf_registered_kernels++;
+        else std::fprintf(stderr, "unidev: not registering %s:%s on %s: %s\n", op.tf, kNames[d],
+                          UDTF_TYPE, TF_Message(st));
       }
     }
   }

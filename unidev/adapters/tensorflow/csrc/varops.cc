@@ -87,10 +87,16 @@ class VariableUpdate : public OpKernel {
     OP_REQUIRES_OK(ctx, s);
     mutex_lock ml(*var->mu());
     Tensor* cur = var->tensor();
+    // Messages name dtypes and shapes only: a Tensor's DebugString reads its values, and the host
+    // must never dereference device memory (on AURORA it segfaults).
+    OP_REQUIRES(ctx, var->is_initialized && cur->IsInitialized(),
+                errors::FailedPrecondition(name(), ": the variable is not initialized"));
     OP_REQUIRES(ctx, cur->dtype() == value.dtype() && cur->shape() == value.shape(),
-                errors::InvalidArgument(name(), ": variable ", cur->DebugString(),
-                                        " and value ", value.DebugString(),
-                                        " must have the same dtype and shape"));
+                errors::InvalidArgument(
+                    name(), ": cannot update a variable of dtype ", DataTypeString(cur->dtype()),
+                    " and shape ", cur->shape().DebugString(), " with a value of dtype ",
+                    DataTypeString(value.dtype()), " and shape ", value.shape().DebugString(),
+                    "; dtypes and shapes must be equal"));
     int di = dtype_index(cur->dtype());
     UD_KernelFn fn = di < 0 ? nullptr : (sign_ > 0 ? bridge_->add[di] : bridge_->sub[di]);
     OP_REQUIRES(ctx, fn, errors::Unimplemented(name(), ": the plugin has no kernel for ",
