@@ -218,6 +218,11 @@ class Library : public std::enable_shared_from_this<Library> {
     // unloading a library with live threads crashes at exit.
     for (auto& [dev, e] : order_events_)
       if (e && api_->event_destroy) api_->event_destroy(e);
+    for (auto& [dev, lanes] : copy_lanes_)
+      for (CopyLane& l : lanes) {
+        api_->event_destroy(l.ready);
+        api_->stream_destroy(l.stream);
+      }
     for (auto& [dev, s] : streams_) api_->stream_destroy(s);
   }
 
@@ -416,13 +421,15 @@ class Library : public std::enable_shared_from_this<Library> {
     uint64_t size = uint64_t(info.size) * uint64_t(info.itemsize);
     if (!contiguous(info)) raise_code(UD_ERR_INVALID_ARGUMENT, "copy_h2d: source not contiguous");
     Allocation a = range("copy_h2d", handle, offset, size);
-    UD_Stream s = pick(a.device, a.stream);
+    CopyLane lane = take_lane(a);
     Pending failed{api_};
     {
       py::gil_scoped_release nogil;
-      failed.check(api_->memcpy_h2d(s, handle + offset, info.ptr, size));
-      failed.check(api_->stream_synchronize(s));
+      failed.check(lane.enter(api_));
+      failed.check(api_->memcpy_h2d(lane.stream, handle + offset, info.ptr, size));
+      failed.check(api_->stream_synchronize(lane.stream));
     }
+    give_lane(a.device, lane);
     failed.rethrow("copy_h2d");
   }
 
@@ -431,13 +438,15 @@ class Library : public std::enable_shared_from_this<Library> {
     uint64_t size = uint64_t(info.size) * uint64_t(info.itemsize);
     if (!contiguous(info)) raise_code(UD_ERR_INVALID_ARGUMENT, "copy_d2h: target not contiguous");
     Allocation a = range("copy_d2h", handle, offset, size);
-    UD_Stream s = pick(a.device, a.stream);
+    CopyLane lane = take_lane(a);
     Pending failed{api_};
     {
       py::gil_scoped_release nogil;
-      failed.check(api_->memcpy_d2h(s, info.ptr, handle + offset, size));
-      failed.check(api_->stream_synchronize(s));
+      failed.check(lane.enter(api_));
+      failed.check(api_->memcpy_d2h(lane.stream, info.ptr, handle + offset, size));
+      failed.check(api_->stream_synchronize(lane.stream));
     }
+    give_lane(a.device, lane);
     failed.rethrow("copy_d2h");
   }
 
@@ -598,6 +607,54 @@ class Library : public std::enable_shared_from_this<Library> {
   std::set<uint64_t> user_events_;
   // The first error seen while the GIL was released, raised once it is held again. One per call,
   // on the caller's stack: a member would let another thread's copy take or drop this one.
+  // Host copies run on a copy lane of their own (a stream taken from a per-device pool, ordered
+  // after the allocation's stream by an event) and synchronize only that lane: a copy then
+  // reports its own failure (a read of poisoned bytes included), never one of other work on the
+  // allocation's stream or of another thread's copy. Without events, the allocation's stream.
+  struct CopyLane {
+    UD_Stream stream = nullptr;
+    UD_Event ready = nullptr;  // null: `stream` is the allocation's own stream
+    UD_Stream after = nullptr;
+    UD_Error* enter(const UD_Api* api) const {
+      if (!ready) return nullptr;
+      if (UD_Error* e = api->event_record(ready, after)) return e;
+      return api->stream_wait_event(stream, ready);
+    }
+  };
+  std::map<int32_t, std::vector<CopyLane>> copy_lanes_;  // idle lanes, under mu_
+
+  CopyLane take_lane(const Allocation& a) {
+    CopyLane lane;
+    UD_Stream after = pick(a.device, a.stream);
+    if (!(api_->event_create && api_->event_record && api_->stream_wait_event &&
+          api_->event_destroy)) {
+      lane.stream = after;
+      return lane;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto& idle = copy_lanes_[a.device];
+      if (!idle.empty()) {
+        lane = idle.back();
+        idle.pop_back();
+      }
+    }
+    if (!lane.stream) {
+      check(api_->stream_create(a.device, &lane.stream), "copy lane: stream_create");
+      if (UD_Error* e = api_->event_create(a.device, &lane.ready)) {
+        api_->stream_destroy(lane.stream);
+        check(e, "copy lane: event_create");
+      }
+    }
+    lane.after = after;
+    return lane;
+  }
+  void give_lane(int32_t device, const CopyLane& lane) {
+    if (!lane.ready) return;
+    std::lock_guard<std::mutex> g(mu_);
+    copy_lanes_[device].push_back(lane);
+  }
+
   struct Pending {
     const UD_Api* api;
     int code = 0;

@@ -179,9 +179,6 @@ def test_two_threads_on_two_streams_get_their_own_results(lib, new_stream) -> No
     assert wrong == []
 
 
-@pytest.mark.xfail(reason="unidev/csrc/binding.cpp keeps the pending error of a copy in a member "
-                   "shared by all threads, and copies of different threads share one stream "
-                   "(request in /work/notes/requests.md, issue 14 item 13)", strict=False)
 def test_two_threads_reading_through_the_core(lib, new_stream) -> None:
     """One thread reads a failed output, another clean data, both through DeviceArray.numpy():
     each gets its own result."""
