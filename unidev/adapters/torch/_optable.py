@@ -7,13 +7,16 @@ unidev op named here against unidev.core.opset, and every row against what the C
 
 from __future__ import annotations
 
-_UNARY = ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
-          "sigmoid", "erf", "floor", "ceil", "round", "sign")
+_UNARY = ("abs", "neg", "floor", "ceil", "round", "sign")  # out dtype = input dtype
+# torch's unary float ops: integer inputs compute in the default float dtype
+_UNARY_FLOAT = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid",
+                "erf")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 _HOT = (("add", "_alpha"), ("sub", "_alpha"), ("mul", ""), ("div", ""))  # (op, kind infix)
 
 TABLE: list[tuple[str, str, str]] = [
     *[(f"{op}.out", op, "unary") for op in _UNARY],
+    *[(f"{op}.out", op, "unary_float") for op in _UNARY_FLOAT],
     ("logical_not.out", "logical_not", "unary"),
     ("relu", "relu", "unary_fn"),
     ("relu_", "relu", "unary_inplace"),

@@ -3,12 +3,17 @@
 // the boxed CPU fallback, counted per operator, for every aten op the table does not serve.
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -45,10 +50,42 @@ void note_fallback(const std::string& op) {
   if (g_mode == 1 && n == 1) TORCH_WARN("unidev ", dev, ": ", op, " runs on the CPU (fallback)");
 }
 
+// A view op's result shares its input's storage; run on the host it would be a copy, and writes
+// through it would be lost. Views torch serves on every backend never get here; the others with
+// a generic kernel are registered below; the rest (sparse, nested) are refused.
+bool returns_view(const c10::FunctionSchema& s) {
+  for (const auto& r : s.returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
+  return false;
+}
+
+// On the host the arguments are separate copies, so the CPU kernel cannot see that an output
+// repeats elements or overlaps an input: check what torch's kernels check (TensorIterator's).
+void check_written(const c10::FunctionSchema& s, const torch::jit::Stack& stack) {
+  size_t n = s.arguments().size(), base = stack.size() - n;
+  for (size_t i = 0; i < n; ++i) {
+    const auto* alias = s.arguments()[i].alias_info();
+    const c10::IValue& w = stack[base + i];
+    if (!alias || !alias->isWrite() || !w.isTensor() || !w.toTensor().defined() ||
+        w.toTensor().device().type() != kPU1)
+      continue;
+    const Tensor& out = w.toTensor();
+    at::assert_no_internal_overlap(out);
+    for (size_t j = 0; j < n; ++j)
+      if (j != i && stack[base + j].isTensor() && stack[base + j].toTensor().defined())
+        at::assert_no_partial_overlap(out, stack[base + j].toTensor());
+  }
+}
+
 void boxed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   std::string full = name.name.substr(name.name.find("::") + 2);
   if (!name.overload_name.empty()) full += "." + name.overload_name;
+  TORCH_CHECK_NOT_IMPLEMENTED(!returns_view(op.schema()), "unidev ",
+                              loaded() ? plugin().torch_name : std::string("PrivateUse1"), ": ",
+                              full, " is a view op without a device kernel; on the CPU it would "
+                              "return a copy and writes through it would be lost");
+  check_written(op.schema(), *stack);
   note_fallback(full);
   at::native::cpu_fallback(op, stack);
 }
@@ -106,6 +143,20 @@ bool shares_storage(const Tensor& a, const Tensor& b) {
 bool same_view(const Tensor& a, const Tensor& b) {
   return a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() &&
          a.strides() == b.strides() && a.scalar_type() == b.scalar_type();
+}
+
+// torch CPU's checks (TensorIterator's) on an output the caller passed: no element of it may be
+// written twice, and no input may overlap it partially; a full overlap in another layout is
+// computed through a temporary. A few cached flags unless out and an input share storage.
+void check_out(const Tensor& out, std::initializer_list<Ref> ins) {
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : ins)
+    if (t.defined()) at::assert_no_partial_overlap(out, t);
+}
+
+void check_cast(ScalarType result, const Tensor& out) {
+  TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", out.scalar_type());
 }
 
 // Raw copies of `n` bytes at byte `offset` of `t`'s storage; the stream is drained before
@@ -185,6 +236,10 @@ bool elementwise(int op, Tensor& out, ScalarType out_type, const Attrs& attrs,
   UD_KernelFn fn = kernel(op, *types.begin());
   if (!fn) return false;
   bool fresh = !out.defined();
+  if (!fresh) {
+    check_cast(out_type, out);
+    check_out(out, ins);
+  }
   c10::Device dev = fresh ? device_of(ins) : out.device();
   c10::OptionalDeviceGuard guard;
   if (dev.index() != tls_device) guard.reset_device(dev);
@@ -226,9 +281,11 @@ void fill_value(const Tensor& t, const Scalar& v) {
            Attrs(OP_fill).f(A_fill_value, v.toDouble()));
     return;
   }
-  note_fallback("fill_.Scalar");
-  Tensor h = at::empty(t.sizes(), t.options().device(at::kCPU)).fill_(v);
-  t.copy_(h);
+  note_fallback("fill_.Scalar");  // through the view's span: torch fills expanded views too
+  const c10::DeviceGuard guard(t.device());
+  auto [view, bytes] = span_to_host(t);
+  view.fill_(v);
+  h2d(t, first_byte(t), bytes.data_ptr(), bytes.numel());
 }
 
 // Same-device copy of `src` (broadcast) into `dst`, casting when the dtypes differ.
@@ -246,7 +303,8 @@ void device_copy(const Tensor& src, const Tensor& dst) {
   }
   int op = same ? OP_copy : OP_cast;
   UD_KernelFn fn = kernel(op, src.scalar_type());
-  if (!fn || dtype_index(dst.scalar_type()) < 0) {
+  // a plugin casts between the dtypes it claims cast for (x86 and aurora: not to uint8/16-bit)
+  if (!fn || (!same && !kernel(OP_cast, dst.scalar_type()))) {
     note_fallback(same ? "copy_" : "copy_ (cast)");
     dst.copy_(src.cpu());
     return;
@@ -281,46 +339,82 @@ Tensor empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarT
                                            dtype.value_or(c10::get_default_dtype_as_scalartype()));
 }
 
+// The same view with torch's conjugate and negative bits cleared: the elements as stored. Copies
+// move stored elements and apply the bits on the host. Resolving them on the device would run
+// conj_physical through the CPU fallback, whose copies come back here with the bits still set
+// (torch's math-bit fallback re-enters _copy_from: the stack overflowed).
+Tensor stored(const Tensor& t) {
+  if (!t.is_conj() && !t.is_neg()) return t;
+  Tensor r = t.alias();
+  r._set_conj(false);
+  r._set_neg(false);
+  return r;
+}
+
+// The values of device tensor `t` on the host (a CPU tensor carrying t's bits).
+Tensor to_host(const Tensor& t) {
+  const c10::DeviceGuard guard(t.device());
+  Tensor s = stored(t), h;
+  if (s.is_contiguous() || kernel(OP_copy, s.scalar_type())) {
+    Tensor c = s.contiguous();
+    h = at::empty(c.sizes(), c.options().device(at::kCPU));
+    d2h(c, first_byte(c), h.data_ptr(), c.numel() * c.element_size());
+  } else {
+    h = span_to_host(s).first;
+  }
+  if (t.is_conj()) h = h.conj();
+  return t.is_neg() ? at::_neg_view(h) : h;
+}
+
+// Stores host tensor `h` (broadcast to dst's shape, cast to its dtype) into device tensor `dst`
+// so that dst, read with its bits, gives h's values.
+void from_host(const Tensor& h_in, const Tensor& dst) {
+  const c10::DeviceGuard guard(dst.device());
+  Tensor h = h_in.to(dst.scalar_type()).expand(dst.sizes());
+  if (dst.is_neg()) h = h.neg();
+  if (dst.is_conj()) h = h.conj();
+  h = h.resolve_conj().resolve_neg().contiguous();
+  Tensor d = stored(dst);
+  uint64_t n = h.numel() * h.element_size();
+  if (d.is_contiguous()) {
+    h2d(d, first_byte(d), h.data_ptr(), n);
+  } else if (kernel(OP_copy, d.scalar_type())) {
+    Tensor tmp = at::empty(d.sizes(), d.options());
+    h2d(tmp, 0, h.data_ptr(), n);
+    device_copy(tmp, d);
+  } else {  // read, modify and write back the span of the view
+    auto [view, bytes] = span_to_host(d);
+    view.copy_(h);
+    h2d(d, first_byte(d), bytes.data_ptr(), bytes.numel());
+  }
+}
+
+// Every copy between the device and anything: torch's copy_ hands PrivateUse1 copies here before
+// its own checks, so this checks what CPU copy_ does (broadcast, no element written twice, no
+// partial overlap).
 Tensor copy_from(const Tensor& src, const Tensor& dst, bool) {
+  if (src.sizes() != dst.sizes()) {
+    at::DimVector shape = at::infer_size_dimvector(dst.sizes(), src.sizes());
+    TORCH_CHECK(IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+                " doesn't match the broadcast shape ", IntArrayRef(shape));
+  }
   if (dst.numel() == 0) return dst;
   bool s_dev = on_device(src), d_dev = on_device(dst);
-  if (s_dev && d_dev && src.device() == dst.device()) {
+  bool same_bits = src.is_conj() == dst.is_conj() && src.is_neg() == dst.is_neg();
+  if (d_dev) at::assert_no_internal_overlap(dst);
+  if (s_dev && d_dev && src.device() == dst.device() && same_bits) {
+    at::assert_no_partial_overlap(dst, src);
     const c10::DeviceGuard guard(dst.device());
-    device_copy(src, dst);
-  } else if (s_dev && d_dev) {  // between devices: through the host
-    dst.copy_(src.cpu());
-  } else if (d_dev) {
-    const c10::DeviceGuard guard(dst.device());
-    Tensor h = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    uint64_t n = h.numel() * h.element_size();
-    if (dst.is_contiguous()) {
-      h2d(dst, first_byte(dst), h.data_ptr(), n);
-    } else if (kernel(OP_copy, dst.scalar_type())) {
-      Tensor tmp = at::empty(dst.sizes(), dst.options());
-      h2d(tmp, 0, h.data_ptr(), n);
-      device_copy(tmp, dst);
-    } else {  // read, modify and write back the span of the view
-      auto [view, bytes] = span_to_host(dst);
-      view.copy_(h);
-      h2d(dst, first_byte(dst), bytes.data_ptr(), bytes.numel());
-    }
-  } else {
+    device_copy(stored(src), stored(dst));
+  } else if (d_dev) {  // from the host, from another device, or resolving bits: via the host
+    from_host(s_dev ? to_host(src) : src, dst);
+  } else if (same_bits && !src.is_conj() && !src.is_neg() && src.is_contiguous() &&
+             dst.is_contiguous() && dst.scalar_type() == src.scalar_type() &&
+             dst.sizes() == src.sizes()) {
     const c10::DeviceGuard guard(src.device());
-    Tensor h;
-    if (src.is_contiguous()) {
-      bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() &&
-                    dst.sizes() == src.sizes();
-      h = direct ? dst : at::empty(src.sizes(), src.options().device(at::kCPU));
-      d2h(src, first_byte(src), h.data_ptr(), src.numel() * src.element_size());
-      if (direct) return dst;
-    } else if (kernel(OP_copy, src.scalar_type())) {
-      Tensor s = src.contiguous();
-      h = at::empty(s.sizes(), s.options().device(at::kCPU));
-      d2h(s, 0, h.data_ptr(), s.numel() * s.element_size());
-    } else {
-      h = span_to_host(src).first;
-    }
-    dst.copy_(h);
+    d2h(src, first_byte(src), dst.data_ptr(), src.numel() * src.element_size());
+  } else {
+    dst.copy_(to_host(src));
   }
   return dst;
 }
@@ -367,7 +461,8 @@ Scalar local_scalar_dense(const Tensor& self) {
   const c10::DeviceGuard guard(self.device());
   Tensor h = at::empty({}, self.options().device(at::kCPU));
   d2h(self, first_byte(self), h.data_ptr(), self.element_size());
-  return h.item();
+  if (self.is_conj()) h = h.conj();
+  return (self.is_neg() ? at::_neg_view(h) : h).item();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,7 +474,19 @@ Scalar local_scalar_dense(const Tensor& self) {
 template <int E>
 Tensor& k_unary(const Tensor& self, Tensor& out) {
   ScalarType t = ROW_OP == OP_logical_not ? self.scalar_type() : out.scalar_type();
+  TORCH_CHECK(ROW_OP == OP_logical_not || t == self.scalar_type(), ROW, ": Found dtype ", t,
+              " but expected ", self.scalar_type());
   if (!elementwise(ROW_OP, out, out.scalar_type(), Attrs(ROW_OP), {self}, {t}))
+    fallback(ROW, self, out);
+  return out;
+}
+
+// Unary ops that compute integers in the default float dtype (torch's unary float ops).
+template <int E>
+Tensor& k_unary_float(const Tensor& self, Tensor& out) {
+  ScalarType in = self.scalar_type();
+  check_cast(at::isIntegralType(in, true) ? c10::get_default_dtype_as_scalartype() : in, out);
+  if (!elementwise(ROW_OP, out, out.scalar_type(), Attrs(ROW_OP), {self}, {out.scalar_type()}))
     fallback(ROW, self, out);
   return out;
 }
@@ -411,7 +518,7 @@ Tensor& k_gelu(const Tensor& self, c10::string_view a, Tensor& out) {
 
 template <int E>
 Tensor& k_gelu_backward(const Tensor& g, const Tensor& self, c10::string_view a, Tensor& out) {
-  ScalarType t = out.scalar_type();
+  ScalarType t = at::result_type(g, self);
   if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).s(0, approx(a)), {g, self}, {t, t}))
     fallback(ROW, g, self, std::string(a), out);
   return out;
@@ -427,9 +534,7 @@ ScalarType out_type(int op, ScalarType compute) {
   return (op >= OP_eq && op <= OP_logical_or) ? at::kBool : compute;
 }
 
-void check_inplace(const Tensor& self, const Tensor& other, ScalarType t) {
-  TORCH_CHECK(at::canCast(t, self.scalar_type()), "result type ", t,
-              " can't be cast to the desired output type ", self.scalar_type());
+void check_inplace(const Tensor& self, const Tensor& other) {
   TORCH_CHECK(at::infer_size_dimvector(self.sizes(), other.sizes()) == self.sizes(),
               "output with shape ", self.sizes(), " doesn't match the broadcast shape ",
               at::infer_size_dimvector(self.sizes(), other.sizes()));
@@ -440,9 +545,13 @@ void check_inplace(const Tensor& self, const Tensor& other, ScalarType t) {
 bool binary(int op, const Tensor& self, const Tensor& other, const Scalar* alpha, Tensor& out,
             bool inplace = false) {
   ScalarType t = compute_type(op, self, other);
-  if (inplace) check_inplace(self, other, t);
+  if (inplace) check_inplace(self, other);
+  if (op == OP_sub) at::native::sub_check(self, other);
   Attrs attrs(op);
-  if (alpha) attrs.f(0, alpha->toDouble());
+  if (alpha) {
+    at::native::alpha_check(t, *alpha);
+    attrs.f(0, alpha->toDouble());
+  }
   return elementwise(op, out, out_type(op, t), attrs, {self, other}, {t, t});
 }
 
@@ -522,7 +631,7 @@ Tensor k_where_fn(const Tensor& cond, const Tensor& self, const Tensor& other) {
 template <int E>
 Tensor& k_ternary_value(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value,
                         Tensor& out) {
-  ScalarType t = out.scalar_type();
+  ScalarType t = at::promote_types(at::result_type(self, a), at::result_type(self, b));
   if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, value.toDouble()), {self, a, b}, {t, t, t}))
     fallback(ROW, self, a, b, value, out);
   return out;
@@ -530,7 +639,7 @@ Tensor& k_ternary_value(const Tensor& self, const Tensor& a, const Tensor& b, co
 
 template <int E>
 Tensor& k_lerp(const Tensor& self, const Tensor& end, const Scalar& w, Tensor& out) {
-  ScalarType t = out.scalar_type();
+  ScalarType t = at::result_type(self, end);
   if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, w.toDouble()), {self, end}, {t, t}))
     fallback(ROW, self, end, w, out);
   return out;
@@ -538,7 +647,7 @@ Tensor& k_lerp(const Tensor& self, const Tensor& end, const Scalar& w, Tensor& o
 
 template <int E>
 Tensor& k_threshold_backward(const Tensor& g, const Tensor& self, const Scalar& th, Tensor& out) {
-  ScalarType t = out.scalar_type();
+  ScalarType t = at::result_type(g, self);
   if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, th.toDouble()), {g, self}, {t, t}))
     fallback(ROW, g, self, th, out);
   return out;
@@ -564,6 +673,7 @@ bool reduce(int op, const Tensor& self, at::OptionalIntArrayRef dim, bool keepdi
     else if (keepdim) shape.push_back(1);
   }
   at::native::resize_output(out, shape);
+  at::assert_no_internal_overlap(out);
   ScalarType ot = (op == OP_argmax || op == OP_argmin) ? at::kLong : t;
   bool temp = out.scalar_type() != ot || shares_storage(out, x);
   Tensor dst = temp ? at::empty(shape, out.options().dtype(ot)) : out;
@@ -620,10 +730,12 @@ void call(int op, ScalarType t, std::initializer_list<UD_Tensor> ins,
          static_cast<int>(outs.size()), attrs);
 }
 
-// Writes into `out` through a fresh tensor when `out` has the wrong dtype or aliases an input.
+// Writes into `out` through a fresh tensor when `out` aliases an input (torch CPU's kernels of
+// these ops accept that and compute garbage), refusing outputs that repeat elements.
 template <class F>
 void into(Tensor& out, IntArrayRef shape, std::initializer_list<const Tensor*> ins, F&& body) {
   at::native::resize_output(out, shape);
+  at::assert_no_internal_overlap(out);
   bool temp = false;
   for (const Tensor* t : ins) temp = temp || shares_storage(*t, out);
   Tensor dst = temp ? at::empty(shape, out.options()) : out;
@@ -773,6 +885,8 @@ std::tuple<Tensor&, Tensor&> k_max_pool(const Tensor& x, IntArrayRef ks, IntArra
   auto shape = pl.shape(x, ceil);
   at::native::resize_output(out, shape);
   at::native::resize_output(idx, shape);
+  at::assert_no_internal_overlap(out);
+  at::assert_no_internal_overlap(idx);
   if (out.numel() > 0)
     call(ROW_OP, x.scalar_type(), {desc(x)}, {desc(out), desc(idx)},
          Attrs(ROW_OP).ints(0, pl.k).ints(1, pl.s).ints(2, pl.p).ints(3, pl.d).b(4, ceil),
@@ -849,7 +963,10 @@ std::tuple<Tensor, Tensor, Tensor> k_batch_norm(const Tensor& x, const OptTensor
                                                 const OptTensor& b, const OptTensor& rm,
                                                 const OptTensor& rv, bool training,
                                                 double momentum, double eps) {
-  if (x.dim() < 2 || !kernel(ROW_OP, x.scalar_type())) {
+  // The op set refuses training on one value per channel; torch's native_batch_norm (and the
+  // layer_norm decomposition built on it) computes it (variance 0).
+  bool one = training && x.dim() >= 2 && x.size(1) > 0 && x.numel() / x.size(1) == 1;
+  if (x.dim() < 2 || one || !kernel(ROW_OP, x.scalar_type())) {
     auto st = fallback(ROW, x, w, b, rm, rv, training, momentum, eps);
     return {st[0].toTensor(), st[1].toTensor(), st[2].toTensor()};
   }
@@ -859,6 +976,8 @@ std::tuple<Tensor, Tensor, Tensor> k_batch_norm(const Tensor& x, const OptTensor
        {desc(y), desc(mean), desc(invstd)},
        Attrs(ROW_OP).b(A_batch_norm_training, training).f(A_batch_norm_momentum, momentum)
            .f(A_batch_norm_eps, eps), x.device().index());
+  // torch CPU returns empty save_mean/save_invstd in inference; callers check their shape
+  if (!training) return {y, at::empty({0}, x.options()), at::empty({0}, x.options())};
   return {y, mean, invstd};
 }
 
@@ -940,6 +1059,7 @@ Tensor& k_mse_loss(const Tensor& x, const Tensor& target, int64_t reduction, Ten
   bool ok = kernel(ROW_OP, x.scalar_type()) && target.scalar_type() == x.scalar_type() &&
             at::infer_size_dimvector(x.sizes(), target.sizes()) == x.sizes();
   if (!ok) return fallback(ROW, x, target, reduction, out), out;
+  check_out(out, {x, target});  // a TensorIterator op on the CPU
   into(out, reduction == 0 ? x.sizes() : IntArrayRef{}, {&x, &target}, [&](const Tensor& dst) {
     at::DimVector s;
     call(ROW_OP, x.scalar_type(), {desc(x), bdesc(target, x.sizes(), s)}, {desc(dst)},
@@ -994,6 +1114,8 @@ Tensor& k_cat(const at::ITensorListRef& list, int64_t dim, Tensor& out) {
     temp = temp || shares_storage(t, out);
   }
   at::native::resize_output(out, shape);
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : ts) at::assert_no_partial_overlap(out, t);
   Tensor dst = temp ? at::empty(shape, ts[0].options()) : out;
   UD_Tensor o = desc(dst);
   if (dst.numel() > 0)
@@ -1032,6 +1154,7 @@ Tensor& k_arange(const Scalar& start, const Scalar& end, const Scalar& step, Ten
   if (!fn || s == 0 || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(s))
     return fallback(ROW, start, end, step, out), out;
   at::native::resize_output(out, {std::max<int64_t>(0, std::ceil((b - a) / s))});
+  at::assert_no_internal_overlap(out);
   UD_Tensor o = desc(out);
   if (out.numel() > 0)
     launch(fn, ROW_OP, out.device().index(), nullptr, 0, &o, 1, Attrs(ROW_OP).f(0, a).f(1, b)
@@ -1040,8 +1163,7 @@ Tensor& k_arange(const Scalar& start, const Scalar& end, const Scalar& step, Ten
 }
 
 template <int E>
-Tensor& k_fill(Tensor& self, const Scalar& v) {
-  if (dtype_index(self.scalar_type()) < 0) return fallback(ROW, self, v), self;
+Tensor& k_fill(Tensor& self, const Scalar& v) {  // any dtype: fill_value falls back by itself
   fill_value(self, v);
   return self;
 }
@@ -1049,16 +1171,24 @@ Tensor& k_fill(Tensor& self, const Scalar& v) {
 template <int E>
 Tensor& k_zero(Tensor& self) {
   UD_KernelFn fn = kernel(OP_zero, self.scalar_type());
-  if (!fn) return fallback(ROW, self), self;
+  if (!fn) return fill_value(self, 0), self;
   UD_Tensor o = desc(self);
   if (self.numel() > 0) launch(fn, OP_zero, self.device().index(), nullptr, 0, &o, 1, Attrs(OP_zero));
   return self;
 }
 
+// The allocator keeps a block recorded on another stream until that stream's work is done.
+void record_stream(Tensor& self, c10::Stream s) {
+  TORCH_CHECK(s.device_type() == kPU1, "record_stream: expected a ", self.device().type(),
+              " stream, got ", s);
+  static_cast<c10::DeviceAllocator*>(allocator())->recordStream(self.storage().data_ptr(), s);
+}
+
 const char* const kInfra[] = {
-    "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias", "_copy_from",
-    "_copy_from_and_resize", "resize_", "set_.source_Storage",
-    "set_.source_Storage_storage_offset", "_local_scalar_dense"};
+    "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias",
+    "view_as_real", "view_as_complex", "unfold", "_copy_from", "_copy_from_and_resize",
+    "resize_", "set_.source_Storage", "set_.source_Storage_storage_offset",
+    "_local_scalar_dense", "record_stream"};
 
 }  // namespace
 
@@ -1076,6 +1206,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("resize_", TORCH_FN(resize));
@@ -1089,6 +1223,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&boxed_fallback>());
+}
+
+// copy_from applies conjugate and negative bits itself (see stored()); torch's math-bit fallback
+// would resolve them with a device copy, which is a _copy_from again.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 // torch 2.13 registers no fallthrough for this key, so every op under

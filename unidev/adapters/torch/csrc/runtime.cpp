@@ -6,10 +6,14 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <torch/extension.h>
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -253,6 +257,56 @@ void free_block(void* ctx) { g_allocator.release(static_cast<Block*>(ctx)); }
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
 
 // ---------------------------------------------------------------------------------------------
+// Pinned host memory (pin_memory(), DataLoader(pin_memory=True)): page-aligned host blocks,
+// page-locked where the memlock limit allows, and known to is_pinned(). The contract has no
+// host allocation call; every plugin's copies accept any host pointer.
+// ---------------------------------------------------------------------------------------------
+class PinnedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t size = std::max<size_t>((n + page - 1) / page * page, page);
+    void* p = nullptr;
+    TORCH_CHECK_WITH(OutOfMemoryError, posix_memalign(&p, page, size) == 0,
+                     "unidev: cannot allocate ", n, " bytes of pinned host memory");
+    bool locked = mlock(p, size) == 0;
+    std::lock_guard<std::mutex> g(mu_);
+    blocks_[p] = {size, locked};
+    return {p, p, &free_pinned, c10::Device(c10::DeviceType::CPU)};
+  }
+  bool contains(const void* p) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second.first;
+  }
+  static void free_pinned(void* p);
+  c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
+  void copy_data(void* dst, const void* src, size_t count) const override {
+    std::memcpy(dst, src, count);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<const void*, std::pair<size_t, bool>> blocks_;  // start -> (size, page-locked)
+};
+
+PinnedAllocator g_pinned;
+void PinnedAllocator::free_pinned(void* p) {
+  std::pair<size_t, bool> b;
+  {
+    std::lock_guard<std::mutex> g(g_pinned.mu_);
+    auto it = g_pinned.blocks_.find(p);
+    if (it == g_pinned.blocks_.end()) return;
+    b = it->second;
+    g_pinned.blocks_.erase(it);
+  }
+  if (b.second) munlock(p, b.first);
+  std::free(p);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Guard: current device and stream per thread; torch's events are the plugin's events.
 // ---------------------------------------------------------------------------------------------
 struct Guard final : c10::impl::DeviceGuardImplInterface {
@@ -385,8 +439,8 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   c10::Device getDeviceFromPtr(void*) const override {  // handles are opaque: the current one
     return {c10::DeviceType::PrivateUse1, tls_device};
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* p) const override { return p && g_pinned.contains(p); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   c10::DeviceIndex deviceCount() const override {
     return static_cast<c10::DeviceIndex>(g_plugin.device_count);
