@@ -191,6 +191,15 @@ def test_ops_on_a_stream_are_ordered(dev):
     lib.synchronize(0)
 
 
+def test_out_argument_checked(dev):
+    a = arr(np.ones(3, np.float32), dev)
+    for bad in (5, np.ones(3, np.float32), [a.numpy()]):
+        with pytest.raises(unidev.InvalidArgumentError, match=r"(copy|fill): out"):
+            ops.copy(a, out=bad)
+        with pytest.raises(unidev.InvalidArgumentError, match=r"fill: out"):
+            ops.fill(out=bad, value=1.0)
+
+
 def test_stream_argument_checked(dev):
     a = arr(np.ones(3, np.float32), dev)
     with pytest.raises(unidev.InvalidArgumentError, match=r"copy: argument 'stream' = -1"):

@@ -191,6 +191,9 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     schema = opset.get(op)
     if type(stream) is not int or not 0 <= stream < 2**64:
         stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)
+    if out is not None and not isinstance(out, DeviceArray | list | tuple):
+        raise InvalidArgumentError(f"{op}: out= is a {type(out).__name__}, expected a "
+                                   "unidev.DeviceArray or a list/tuple of them")
     if dtype is not None and "dtype" in schema.attr_names:
         attrs["dtype"] = dtype  # cast and arange take their output dtype as an attribute
     given = dict(attrs)
@@ -208,6 +211,11 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
             raise InvalidArgumentError(f"{op}: needs device= (or out=)")
         bound = []
         first_out = out if isinstance(out, DeviceArray) else (out[0] if out else None)
+        if first_out is not None and not isinstance(first_out, DeviceArray):
+            raise InvalidArgumentError(f"{op}: out[0] is a {type(first_out).__name__}, expected "
+                                       "a unidev.DeviceArray")
+        if first_out is None and device is None:
+            raise InvalidArgumentError(f"{op}: needs device= (or out=)")
         dev = first_out.device if isinstance(first_out, DeviceArray) else parse_device(device)
         op_dtype = (attrs.get("dtype") or dtype or
                     (first_out.dtype if isinstance(first_out, DeviceArray) else "float32"))
