@@ -322,3 +322,16 @@ def test_shapes_and_float_attributes_with_huge_integers(dev, value):
         ops.add(x, x, alpha=10**400)  # float() of it overflows
     with pytest.raises(unidev.InvalidArgumentError, match="arange: output 'y' of shape"):
         ops.arange(start=0.0, stop=1e30, device=dev)
+
+
+def test_front_door_garbage_is_named(dev):
+    """Found by probing every op with garbage arguments: each gave a bare Python error."""
+    x = arr(np.float32(3), dev)
+    if discovery.load(dev).kernel("max", "float32") is not None:
+        assert ops.max(x, axes=-1).numpy() == 3.0  # IndexError in the shape rule before
+    with pytest.raises(unidev.InvalidArgumentError, match=r"concat: input 'tensors\[1\]' is a "
+                       "NoneType"):
+        ops.concat([arr(np.ones(3, np.float32), dev), None])  # TypeError before
+    with pytest.raises(unidev.InvalidArgumentError,
+                       match=r"sum: attribute 'axes' = \[\[1\]\], expected ints"):
+        ops.sum(x, axes=[[1]])

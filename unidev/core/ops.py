@@ -44,6 +44,7 @@ def _is_int(value: Any) -> bool:
 
 def _coerce(op: str, attr: opset.Attr, value: Any) -> Any:
     where = f"{op}: attribute '{attr.name}'"
+    raw = value
     expected = attr.type
     try:
         if attr.type == "int":
@@ -75,7 +76,7 @@ def _coerce(op: str, attr: opset.Attr, value: Any) -> Any:
                 raise TypeError
             value = tuple(int(v) for v in value)
     except (TypeError, ValueError, OverflowError):
-        raise InvalidArgumentError(f"{where} = {value!r}, expected {expected}") from None
+        raise InvalidArgumentError(f"{where} = {raw!r}, expected {expected}") from None
     if attr.choices and value not in attr.choices:
         raise InvalidArgumentError(f"{where} = {value!r}, expected one of {attr.choices}")
     return value
@@ -142,7 +143,7 @@ def _check_inputs(schema: opset.OpSchema, inputs: list, dev: Device | None) -> t
              else list(schema.inputs))
     op_dtype = None
     for name, spec, x in zip(names, specs, inputs, strict=True):
-        if x is None:
+        if x is None and not spec.variadic:
             continue
         if not isinstance(x, DeviceArray):
             raise InvalidArgumentError(f"{schema.name}: input '{name}' is a {type(x).__name__}, "

@@ -61,7 +61,7 @@ def _reduce(op, shapes, attrs):
     if op in ("argmax", "argmin") and len(axes) > 1:
         raise _err(op, "attribute 'axes'", f"{tuple(attrs['axes'])}: expected at most one axis")
     attrs["axes"] = axes
-    reduced = set(axes) if axes else set(range(len(x)))
+    reduced = set(axes) if axes and x else set(range(len(x)))  # 0-d: axis 0 reduces nothing
     if op in ("max", "min", "argmax", "argmin") and any(x[a] == 0 for a in reduced):
         raise _err(op, "input 'x'", f"has shape {x}: cannot reduce over an empty axis")
     if op in ("argmax", "argmin") and not axes and math.prod(x) == 0:
