@@ -163,3 +163,8 @@ def test_empty_too_large_for_any_device(dev):
         DeviceArray.empty((2**40, 2**40), "float32", dev)
     with pytest.raises(unidev.InvalidArgumentError, match="device: .* index in"):
         DeviceArray.empty((2,), "float32", unidev.Device(dev, 2**63))
+
+
+def test_unhashable_dtype_is_named(dev):
+    with pytest.raises(TypeError, match=r"empty: unknown dtype \[\]|unknown dtype \[\]"):
+        DeviceArray.empty((2,), [], dev)  # "unhashable type: 'list'" before

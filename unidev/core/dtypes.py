@@ -29,7 +29,7 @@ _BY_CODE = {v: k for k, v in DTYPES.items()}
 
 def check(name: str, what: str = "dtype") -> str:
     """Return `name` if it is a unidev dtype, else raise a TypeError listing the valid ones."""
-    if name not in DTYPES:
+    if not isinstance(name, str) or name not in DTYPES:
         raise TypeError(f"{what}: unknown dtype {name!r}; expected one of {sorted(DTYPES)}")
     return name
 
