@@ -661,18 +661,15 @@ static void test_latency_model(void) {
   char b[8] = {0};
   OK(vesimMemAllocAsync(&a, 8, s));
   OK(vesimStreamSynchronize(s));
-  double t0 = now_s();
-  for (int i = 0; i < 50; i++) OK(vesimMemcpyHtoDAsync(a, b, 8, s));
-  OK(vesimStreamSynchronize(s));
-  double off = now_s() - t0;
   OK(vesimSetLatencyModel(1));
-  t0 = now_s();
+  double t0 = now_s();
   for (int i = 0; i < 50; i++) OK(vesimMemcpyHtoDAsync(a, b, 8, s));
   OK(vesimStreamSynchronize(s));
   double on = now_s() - t0;
   OK(vesimSetLatencyModel(0));
-  CHECK(on >= 50 * 12e-6); /* 12 us per small copy */
-  CHECK(on > off);
+  /* a lower bound only (the model waits at least 12 us per small copy): comparing with a run
+   * without the model is a race on a loaded machine */
+  CHECK(on >= 50 * 12e-6);
   CHECK(vesimSetLatencyModel(7) == VESIM_ERROR_INVALID_VALUE);
   OK(vesimMemFree(a));
 }
