@@ -344,6 +344,8 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
   if (y->ndim != 1)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: output has ndim %d, expected 1", y->ndim);
   double start = a->attrs[0].value.f, step = a->attrs[2].value.f;
+  e = ud_kit_check_arange("arange", start, a->attrs[1].value.f, step, y->shape[0], y->dtype);
+  if (e) return e;
   for (int64_t i = 0; i < y->shape[0]; i++) {
     Scalar s = {.f = start + (double)i * step};
     store(y, elem(y, &i), convert(s, ud_kit_dtype(UD_DTYPE_FLOAT, 64), y->dtype));

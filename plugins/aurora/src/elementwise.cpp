@@ -16,6 +16,11 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
 template <class T> inline bool isnan_(T x) { return x != x; }  // false for integers
+// |x| that clears the sign of -0 (x < 0 ? -x : x keeps it)
+template <class T> inline T abs_(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
+  else return x < T(0) ? T(-x) : x;
+}
 
 // What an op may read from its attributes: a float (alpha, value, weight, threshold) or the
 // gelu approximation, always attribute 0 in the op set.
@@ -68,7 +73,7 @@ inline double gelu_grad(double x, bool tanh_) {
 
 UNARY(Copy, "copy", x)
 UNARY(Neg, "neg", T(-x))
-UNARY(Abs, "abs", x < T(0) ? T(-x) : x)
+UNARY(Abs, "abs", abs_(x))
 UNARY(Exp, "exp", std::exp(x))
 UNARY(Log, "log", std::log(x))
 UNARY(Sqrt, "sqrt", std::sqrt(x))
@@ -83,7 +88,7 @@ UNARY(Erf, "erf", std::erf(x))
 UNARY(Floor, "floor", std::floor(x))
 UNARY(Ceil, "ceil", std::ceil(x))
 UNARY(Round, "round", std::nearbyint(x))
-UNARY(Sign, "sign", isnan_(x) ? x : T((x > T(0)) - (x < T(0))))
+UNARY(Sign, "sign", T((x > T(0)) - (x < T(0))))  // nan compares false both ways: 0
 UNARY(Square, "square", T(x * x))
 OP(Gelu, "gelu", "approximate:s", check_approx, T, Types<T>, (T x), T(gelu(x, tanh_)))
 OP(LogicalNot, "logical_not", "", no_check, Bool, Types<T>, (T x), x == T(0))
@@ -104,15 +109,25 @@ BINARY(LogicalOr, "logical_or", Bool, x != T(0) || y != T(0))
 BINARY(SigmoidBackward, "sigmoid_backward", T, x * y * (T(1) - y))
 BINARY(TanhBackward, "tanh_backward", T, x * (T(1) - y * y))
 
-#define SCALED2(NAME, OPNAME, ATTR, EXPR) \
-  OP(NAME, OPNAME, ATTR ":f", no_check, T, Types<T COMMA T>, (T x, T y), EXPR)
+// alpha must be a value of T: integral for integer T (the reference refuses 0.5 and nan)
+template <class T> bool check_alpha(Check& ck) {
+  UD_Error* e = ud_kit_check_scalar(ck.op(), "alpha", ck.args()->attrs[0].value.f, DType<T>::ud, 1);
+  if (!e) return true;
+  ck.fail(ud_kit_error_code(e), "%s", ud_kit_error_message(e) + strlen(ck.op()) + 2);
+  ud_kit_error_destroy(e);
+  return false;
+}
+
+#define SCALED2(NAME, OPNAME, ATTR, EXPR, CHECK) \
+  OP(NAME, OPNAME, ATTR ":f", CHECK, T, Types<T COMMA T>, (T x, T y), EXPR)
 #define SCALED3(NAME, OPNAME, EXPR) \
   OP(NAME, OPNAME, "value:f", no_check, T, Types<T COMMA T COMMA T>, (T x, T a, T b), EXPR)
 
-SCALED2(Add, "add", "alpha", T(x + convert<T>(p) * y))
-SCALED2(Sub, "sub", "alpha", T(x - convert<T>(p) * y))
-SCALED2(Lerp, "lerp", "weight", x + T(p) * (y - x))
-SCALED2(ThresholdBackward, "threshold_backward", "threshold", double(y) > p ? x : T(0))
+SCALED2(Add, "add", "alpha", T(x + convert<T>(p) * y), check_alpha<T>)
+SCALED2(Sub, "sub", "alpha", T(x - convert<T>(p) * y), check_alpha<T>)
+SCALED2(Lerp, "lerp", "weight", x + T(p) * (y - x), no_check)
+// zero where x <= threshold: a nan x or threshold compares false and passes grad
+SCALED2(ThresholdBackward, "threshold_backward", "threshold", double(y) <= p ? T(0) : x, no_check)
 SCALED3(Addcmul, "addcmul", x + T(p) * a * b)
 SCALED3(Addcdiv, "addcdiv", x + T(p) * a / b)
 OP(GeluBackward, "gelu_backward", "approximate:s", check_approx, T, Types<T COMMA T>, (T g, T x),

@@ -16,6 +16,9 @@ template <class T, bool kZero> struct Fill {
   static UD_Error* run(const UD_KernelArgs* a) {
     Check ck(a, name);
     if (!ck.signature(0, 1, kZero ? "" : "value:f") || !ck.dtypes(DType<T>::ud)) return ck.take();
+    if (!kZero)
+      if (UD_Error* e = ud_kit_check_scalar(name, "value", a->attrs[0].value.f, DType<T>::ud, 0))
+        return e;
     return launch(a, make_call(a, name, fill_body<T>));
   }
 };
@@ -34,11 +37,10 @@ template <class T> struct Arange {
                           "'%s' (the output's dtype)", a->attrs[3].value.s,
                           ud_kit_dtype_name(DType<T>::ud));
     double start = a->attrs[0].value.f, stop = a->attrs[1].value.f, step = a->attrs[2].value.f;
-    if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: start=%g stop=%g step=%g, expected "
-                          "finite values and a non-zero step", start, stop, step);
+    if (UD_Error* e = ud_kit_check_arange("arange", start, stop, step, -1, DType<T>::ud)) return e;
     int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
     if (!ck.dim(ck.out(0), "y", 0, n)) return ck.take();
+    if (UD_Error* e = ud_kit_check_arange("arange", start, stop, step, n, DType<T>::ud)) return e;
     return launch(a, make_call(a, "arange", body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {

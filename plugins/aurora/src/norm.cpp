@@ -45,10 +45,10 @@ template <class T> struct BatchNorm {
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: running_mean and running_var are "
                           "required when training is false");
     int64_t numel = ud_kit_numel(&x);
-    if (training && numel > 0 && numel / std::max<int64_t>(c, 1) <= 1)
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: training needs more than one "
-                          "value per channel (x has %lld values, C = %lld)", (long long)numel,
-                          (long long)c);
+    // one value per channel is valid (variance 0; the unbiased running variance 0 / 0 = nan)
+    if (training && numel == 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: training needs at least one "
+                          "value per channel (x has none, C = %lld)", (long long)c);
     return launch(a, make_call(a, "batch_norm", body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {

@@ -73,6 +73,8 @@ template <class T> struct PadConstant {
                             "value for dim %d", d);
       if (!ck.dim(ck.out(0), "y", d, x.shape[d] + b + e)) return ck.take();
     }
+    if (UD_Error* e = ud_kit_check_scalar("pad_constant", "value", a->attrs[1].value.f, x.dtype, 0))
+      return e;
     return launch(a, make_call(a, "pad_constant", body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {

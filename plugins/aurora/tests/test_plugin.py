@@ -248,3 +248,109 @@ def test_im2col_conv_over_a_batch_matches_reference(batch: int, dtype: str) -> N
     gw = reference.run("conv2d_backward_weight", [gy, x], dict(attrs, weight_shape=w.shape))[0]
     np.testing.assert_allclose(unidev.ops.conv2d_backward_weight(
         dev(gy), dev(x), weight_shape=w.shape, **attrs).numpy(), gw, **tol)
+
+
+# ---- special values, batch norm edge cases, bad indices and attribute values (issue 14) ------
+
+def _special_grid(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    if np.dtype(dtype).kind == "f":
+        fi = np.finfo(dtype)
+        v = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, fi.tiny / 4, -fi.tiny, 1.0, -1.0, 2.5,
+                      -0.5, 3.0, 88.0, -100.0, 1e4], dtype)
+    elif np.dtype(dtype).kind == "i":
+        i = np.iinfo(dtype)
+        v = np.array([0, 1, -1, 2, -7, i.max, i.min, i.max - 1], dtype)
+    else:
+        v = np.array([False, True])
+    x, y = np.meshgrid(v, v, indexing="ij")
+    return x.copy(), y.copy()
+
+
+def _raw_call(op: str, inputs: list, outputs: list, attrs: dict) -> None:
+    """The plugin's kernel itself, past unidev.ops's own checks."""
+    from unidev.core import ops as uops
+    schema = opset.get(op)
+    device = outputs[0].device
+    kernel = uops.kernel_for(device, op, (inputs[0] if inputs else outputs[0]).dtype)
+    full = uops.normalize_attrs(schema, attrs)
+    attr_list = [(a.name, a.type, full[a.name]) for a in schema.attrs]
+    kernel(device.index, [None if v is None else v.descriptor() for v in inputs],
+           [o.descriptor() for o in outputs], attr_list, 0)
+
+
+_EW_CASES = [(op.name, d, attrs) for op in opset.OPS.values()
+             if op.broadcast and op.shape in ("same", "broadcast")
+             and op.name not in ("copy", "cast")
+             for d in op.dtypes
+             for attrs in ([{"threshold": t} for t in (0.0, 1.0, np.nan, -np.inf)]
+                           if op.name == "threshold_backward" else [{}])]
+
+
+@pytest.mark.parametrize("op,dtype,attrs", _EW_CASES, ids=str)
+def test_elementwise_ops_on_special_values(op: str, dtype: str, attrs: dict) -> None:
+    # regression: sign(nan) was nan (the op set says 0); threshold_backward zeroed grad where x
+    # or the threshold is nan (x <= nan is false: grad passes)
+    x, y = _special_grid(dtype)
+    nin = len(opset.get(op).inputs)
+    ins = [x, y, (np.arange(x.size).reshape(x.shape) % 2).astype(bool) if op == "where"
+           else np.flip(x).copy()][:nin]
+    if nin == 1:
+        ins = [x.ravel()]
+    want = reference.run(op, ins, attrs)[0]
+    got = getattr(unidev.ops, op)(*[dev(a) for a in ins], **attrs).numpy()
+    if want.dtype.kind == "f":
+        rtol = 2e-6 if want.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-37, equal_nan=True)
+        assert (np.isnan(got) == np.isnan(want)).all()
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 2, 1), (1, 2, 1, 1, 1), (3, 2, 4), (2, 3, 1, 1, 2)],
+                         ids=str)
+def test_batch_norm_one_value_per_channel_and_any_rank(shape) -> None:
+    # regression: one value per channel (F.layer_norm's decomposition) was refused
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(F32)
+    c = shape[1]
+    w, b = rng.standard_normal(c).astype(F32), rng.standard_normal(c).astype(F32)
+    rm, rv = np.zeros(c, F32), np.ones(c, F32)
+    drm, drv = dev(rm), dev(rv)
+    got = unidev.ops.batch_norm(dev(x), dev(w), dev(b), drm, drv, training=True)
+    want = reference.run("batch_norm", [x, w, b, rm, rv], {"training": True})
+    for g, r in zip([*got, drm, drv], [*want, rm, rv], strict=True):
+        np.testing.assert_allclose(g.numpy(), r, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("bad", [-1, 16, -(1 << 62)])
+def test_max_pool2d_backward_refuses_out_of_range_indices(bad: int) -> None:
+    x = np.arange(16, dtype=F32).reshape(1, 1, 4, 4)
+    y, idx = reference.run("max_pool2d", [x], {"kernel_size": (2, 2)})
+    idx[0, 0, 1, 0] = bad
+    gx = dev(np.zeros_like(x))
+    with pytest.raises(errors.InvalidArgumentError, match=f"max_pool2d_backward.*{bad}"):
+        _raw_call("max_pool2d_backward", [dev(np.ones_like(y)), dev(x), dev(idx)], [gx],
+                  {"kernel_size": (2, 2)})
+        gx.numpy()
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_attributes_the_dtype_cannot_hold_are_refused(dtype: str) -> None:
+    # regression: fill/pad_constant with nan, inf or 1e20 gave INT_MIN; add/sub took alpha 0.5
+    y = dev(np.zeros(4, dtype))
+    for value in (np.nan, np.inf, -np.inf, 1e20):
+        with pytest.raises(errors.InvalidArgumentError, match=f"fill.*value.*{dtype}"):
+            _raw_call("fill", [], [y], {"value": value})
+        with pytest.raises(errors.InvalidArgumentError, match=f"pad_constant.*value.*{dtype}"):
+            _raw_call("pad_constant", [dev(np.zeros(2, dtype))], [y],
+                      {"pads": (1, 1), "value": value})
+    x = dev(np.arange(4, dtype=dtype))
+    for op in ("add", "sub"):
+        for alpha in (0.5, np.nan, np.inf, 1e30):
+            with pytest.raises(errors.InvalidArgumentError, match=f"{op}.*alpha"):
+                _raw_call(op, [x, x], [dev(np.zeros(4, dtype))], {"alpha": alpha})
+    with pytest.raises(errors.InvalidArgumentError, match=f"arange.*{dtype}"):
+        _raw_call("arange", [], [dev(np.zeros(2, dtype))],
+                  {"start": 1e19, "stop": 1e19 + 2e18, "step": 1e18, "dtype": dtype})
+    _raw_call("fill", [], [y], {"value": float(np.iinfo(dtype).min)})
+    assert (y.numpy() == np.iinfo(dtype).min).all()

@@ -60,9 +60,7 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
   UD_TRY(ud_x86_check_args("arange", a, 0, 1, "fffs"));
   UD_TRY(ud_x86_check_dt("arange", "y", &a->outputs[0], UD_NUMERIC_SET, &dt));
   const double start = a->attrs[0].value.f, stop = a->attrs[1].value.f, step = a->attrs[2].value.f;
-  UD_REQUIRE(step != 0 && isfinite(start) && isfinite(stop) && isfinite(step),
-             "arange: start %g, stop %g, step %g; expected finite values, step != 0", start, stop,
-             step);
+  UD_TRY(ud_kit_check_arange("arange", start, stop, step, -1, a->outputs[0].dtype));
   UD_REQUIRE(ud_x86_dt_from_name(a->attrs[3].value.s) == dt,
              "arange: output dtype %s differs from 'dtype' %s",
              ud_kit_dtype_name(a->outputs[0].dtype), a->attrs[3].value.s);
@@ -71,6 +69,7 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
   const UD_Tensor* y = &a->outputs[0];
   UD_REQUIRE(y->ndim == 1 && y->shape[0] == n, "arange: output must be 1-d of length %lld",
              (long long)n);
+  UD_TRY(ud_kit_check_arange("arange", start, stop, step, n, y->dtype));
   g_arange[dt](n, ud_x86_ptr(y), y->strides[0], start, step);
   return NULL;
 }

@@ -164,3 +164,13 @@ def test_integer_add_sub_refuse_alpha_that_is_not_an_integer(op, dtype, alpha):
     raw_call(op, [x, x], [out], {"alpha": -3.0})
     np.testing.assert_array_equal(out.numpy(), reference.run(op, [np.arange(4, dtype=dtype)] * 2,
                                                              {"alpha": -3.0})[0])
+
+
+@pytest.mark.parametrize("start,stop,step", [(3e9, 3e9 + 4, 1.0), (0.0, 3e10, 1e10),
+                                             (np.nan, 4.0, 1.0), (0.0, np.inf, 1.0)])
+def test_int32_arange_refuses_values_outside_its_range(start, stop, step):
+    # regression: int32 arange from 3e9 saturated
+    n = int(np.ceil((stop - start) / step)) if np.isfinite([start, stop]).all() else 1
+    with pytest.raises(InvalidArgumentError, match="arange.*(int32|finite)"):
+        raw_call("arange", [], [dev(np.zeros(n, "int32"))],
+                 {"start": start, "stop": stop, "step": step, "dtype": "int32"})

@@ -236,6 +236,28 @@ static inline UD_Error* ud_kit_check_scalar(const char* op, const char* attr, do
   return NULL;
 }
 
+/* arange's attributes for an output of n elements of `dtype` (n < 0: length not checked):
+ * finite, a non-zero step, n = max(0, ceil((stop - start) / step)), and (integer dtypes) its
+ * first and last values start + i * step within the dtype's range. */
+static inline UD_Error* ud_kit_check_arange(const char* op, double start, double stop,
+                                            double step, int64_t n, UD_DType dtype) {
+  if (start - start != 0 || stop - stop != 0 || step - step != 0 || step == 0) /* nan, inf */
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: start=%g, stop=%g, step=%g; expected finite values and a non-zero "
+                        "step", op, start, stop, step);
+  if (n < 0) return NULL;
+  const double len = (stop - start) / step;
+  if (len > 0 ? !(len <= (double)n && len > (double)n - 1.0) : n != 0)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: start=%g, stop=%g, step=%g give %.17g values, the output has %lld",
+                        op, start, stop, step, len > 0 ? len : 0.0, (long long)n);
+  if (n == 0) return NULL;
+  UD_Error* e = ud_kit_check_scalar(op, "start", start, dtype, 0);
+  if (!e) e = ud_kit_check_scalar(op, "start + (n - 1) * step", start + (double)(n - 1) * step,
+                                  dtype, 0);
+  return e;
+}
+
 /* Attribute accessors by position (kernels receive all attributes in op-set order). */
 static inline int64_t ud_kit_attr_int(const UD_KernelArgs* a, int i) { return a->attrs[i].value.i; }
 static inline double ud_kit_attr_float(const UD_KernelArgs* a, int i) { return a->attrs[i].value.f; }
