@@ -79,7 +79,10 @@ def _quarantine(path: Path) -> None:
     """Move an untrusted entry aside (renaming needs only the parent, which is ours) and try to
     delete it; it is never used again either way."""
     aside = path.with_name(f".untrusted-{path.name}-{os.getpid()}-{os.urandom(4).hex()}")
-    os.rename(path, aside)
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:  # another process moved it first
+        return
     if aside.is_dir() and not aside.is_symlink():
         shutil.rmtree(aside, ignore_errors=True)
     else:
@@ -103,6 +106,7 @@ def private_dir(*parts: str) -> Path:
             _quarantine(current)
         try:
             os.mkdir(current, 0o700)
+            os.chmod(current, 0o700)  # whatever the umask took away
         except FileExistsError:
             pass
         check_private(current, current.parent)
