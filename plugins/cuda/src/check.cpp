@@ -220,6 +220,8 @@ UD_Error* check_ew(const OpInfo& op, const UD_KernelArgs* a) {
     if (strcmp(s, "none") && strcmp(s, "tanh"))
       return INV("%s: attribute 'approximate' is '%s', expected 'none' or 'tanh'", op.name, s);
   }
+  if (op.family == F_EW && (op.code == E_ADD || op.code == E_SUB))
+    return ud_kit_check_scalar(op.name, "alpha", a->attrs[0].value.f, dt, 1);
   return nullptr;
 }
 
@@ -372,9 +374,9 @@ UD_Error* check_bn(const OpInfo& op, const UD_KernelArgs* a) {
                op.name);
   if (bwd && (!ud_kit_present(&a->inputs[3]) || !ud_kit_present(&a->inputs[4])))
     return INV("%s: inputs 'save_mean' and 'save_invstd' are required", op.name);
-  int64_t numel = ud_kit_numel(&x);
-  if (!bwd && training && numel > 0 && numel / (C ? C : 1) <= 1)
-    return INV("%s: input 'x' has shape %s, training needs more than one value per channel",
+  /* one value per channel is valid (variance 0; running_var gets 0 / 0 = nan, as torch) */
+  if (!bwd && training && ud_kit_numel(&x) == 0)
+    return INV("%s: input 'x' has shape %s, training needs at least one value per channel",
                op.name, shape_str(x).c_str());
   static const char* const fwd_names[] = {"y", "save_mean", "save_invstd"};
   static const char* const bwd_names[] = {"grad_x", "grad_weight", "grad_bias"};
@@ -493,7 +495,8 @@ UD_Error* check_pad(const OpInfo& op, const UD_KernelArgs* a) {
     shape[d] = x.shape[d] + b + e;
   }
   TRY(want_shape(op.name, "output", "y", a->outputs[0], x.ndim, shape));
-  return want_dtype(op.name, "output", "y", a->outputs[0], x.dtype);
+  TRY(want_dtype(op.name, "output", "y", a->outputs[0], x.dtype));
+  return ud_kit_check_scalar(op.name, "value", a->attrs[1].value.f, x.dtype, 0);
 }
 
 UD_Error* check_nullary(const OpInfo& op, const UD_KernelArgs* a) {
@@ -506,9 +509,11 @@ UD_Error* check_nullary(const OpInfo& op, const UD_KernelArgs* a) {
     TRY(want_dtype(op.name, "output", "y", y, want));
     if (y.ndim != 1)
       return INV("%s: output 'y' has shape %s, expected 1-D", op.name, shape_str(y).c_str());
-    if (a->attrs[2].value.f == 0.0 && y.shape[0] > 0)
-      return INV("%s: attribute 'step' is 0, expected a non-zero step", op.name);
+    TRY(ud_kit_check_arange(op.name, a->attrs[0].value.f, a->attrs[1].value.f,
+                            a->attrs[2].value.f, y.shape[0], y.dtype));
   }
+  if (op.family == F_FILL && op.code == 0)
+    return ud_kit_check_scalar(op.name, "value", a->attrs[0].value.f, y.dtype, 0);
   return nullptr;
 }
 

@@ -89,7 +89,7 @@ __device__ __forceinline__ auto ew_value(T x, T y, T z, bool c, const EwParams& 
   else if constexpr (OP == E_COS) return (T)cos(x);
   else if constexpr (OP == E_TANH) return (T)tanh(x);
   else if constexpr (OP == E_SIGMOID) return (T)(T(1) / (T(1) + exp(-x)));
-  else if constexpr (OP == E_RELU) return (T)(x > T(0) || isnan_(x) ? x : T(0));
+  else if constexpr (OP == E_RELU) return (T)(x < T(0) ? T(0) : x); /* nan and -0 stay */
   else if constexpr (OP == E_GELU) {
     if (p.tanh_approx) {
       const T k = (T)0.7978845608028654;
@@ -101,7 +101,7 @@ __device__ __forceinline__ auto ew_value(T x, T y, T z, bool c, const EwParams& 
   else if constexpr (OP == E_FLOOR) return (T)floor(x);
   else if constexpr (OP == E_CEIL) return (T)ceil(x);
   else if constexpr (OP == E_ROUND) return (T)rint(x);
-  else if constexpr (OP == E_SIGN) return isnan_(x) ? x : (T)((x > T(0)) - (x < T(0)));
+  else if constexpr (OP == E_SIGN) return (T)((x > T(0)) - (x < T(0))); /* nan: 0 */
   else if constexpr (OP == E_SQUARE) return (T)(x * x);
   else if constexpr (OP == E_NOT) return x == T(0);
   else if constexpr (OP == E_ADD) return (T)(x + a * y);
@@ -123,7 +123,7 @@ __device__ __forceinline__ auto ew_value(T x, T y, T z, bool c, const EwParams& 
   else if constexpr (OP == E_ADDCMUL) return (T)(x + a * y * z);
   else if constexpr (OP == E_ADDCDIV) return (T)(x + a * (y / z));
   else if constexpr (OP == E_LERP) return (T)(x + a * (y - x));
-  else if constexpr (OP == E_THRESH_B) return (T)((double)y > p.alpha ? x : T(0));
+  else if constexpr (OP == E_THRESH_B) return (T)((double)y <= p.alpha ? T(0) : x); /* nan passes */
   else if constexpr (OP == E_SIGMOID_B) return (T)(x * y * (T(1) - y));
   else if constexpr (OP == E_TANH_B) return (T)(x * (T(1) - y * y));
   else {
@@ -384,7 +384,8 @@ __global__ void k_bn_fwd(BnArgs a) {
       invstd = 1.0 / sqrt(var + a.eps);
       if (!threadIdx.x) {
         if (a.rm.p) vset<T>(a.rm, c, (1 - a.momentum) * vget<T>(a.rm, c, 0) + a.momentum * mean);
-        if (a.rv.p && M > 1)
+        /* one value per channel: the unbiased variance is 0/0 = nan, as in torch */
+        if (a.rv.p)
           vset<T>(a.rv, c, (1 - a.momentum) * vget<T>(a.rv, c, 0) + a.momentum * var * M / (M - 1));
       }
     } else {
