@@ -289,3 +289,27 @@ def test_probe_reads_the_table_prefix_the_conformance_mirror_defines():
     mine = [(name, getattr(discovery._ApiPrefix, name).offset) for name, _ in
             discovery._ApiPrefix._fields_]
     assert mine == [(name, getattr(ApiTable, name).offset) for name, _ in ApiTable._fields_[:9]]
+
+
+def test_hang_verdicts_expire_and_malformed_verdicts_are_ignored(tmp_path, monkeypatch):
+    import time
+
+    from unidev.adapters import _cache
+
+    monkeypatch.setenv("UNIDEV_CACHE_DIR", str(tmp_path / "cache"))
+    folder = discovery._verdict_dir()
+
+    def verdict(key: str, **fields) -> dict | None:
+        data = {"key": key, "ok": False, "error": "timed out", "hung": True, "time": time.time()}
+        data.update(fields)
+        _cache.write_private(folder / f"{key}.json", json.dumps(data).encode())
+        return discovery._read_verdict(folder, key)
+
+    assert verdict("fresh")["error"] == "timed out"
+    assert verdict("old", time=time.time() - 2 * discovery._RETRY_HUNG_S) is None
+    assert verdict("crash", hung=False, time=0)["error"] == "timed out"  # crashes do not expire
+    assert verdict("badtime", time="yesterday") is None
+    assert verdict("noerror", error=None) is None
+    assert verdict("badok", ok="yes") is None
+    (folder / "wrongkey.json").write_text(json.dumps({"key": "other", "ok": True}))
+    assert discovery._read_verdict(folder, "wrongkey") is None

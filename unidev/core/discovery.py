@@ -352,7 +352,11 @@ def _read_verdict(folder: Path, key: str) -> dict | None:
         return None
     if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("ok"), bool):
         return None
-    if data.get("hung") and time.time() - float(data.get("time", 0)) > _RETRY_HUNG_S:
+    if not data["ok"] and not isinstance(data.get("error"), str):
+        return None
+    when = data.get("time")
+    fresh = isinstance(when, (int, float)) and time.time() - when <= _RETRY_HUNG_S
+    if data.get("hung") and not fresh:
         return None
     return data
 
