@@ -22,7 +22,9 @@ def autoload() -> None:
         from . import _backend
 
         _backend.load()
-    except Exception as exc:  # anything at all: import torch must go on
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit from plugin code too: import torch must go on
         msg = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(Exception):  # e.g. the cache folder is not writable
             from . import _backend
