@@ -129,6 +129,9 @@ def _arange(*, start: float, stop: float, step: float, dtype: str) -> np.ndarray
     if step == 0:
         raise _Bad("step: must be nonzero")
     n = max(0, math.ceil((stop - start) / step))
+    if n and dt.kind in "iu":  # the first and last values must fit (int32 from 3e9: refused)
+        _scalar_as(start, dt, "start")
+        _scalar_as(start + (n - 1) * step, dt, "start + (n - 1) * step")
     # computed in double and converted like a C cast; torch differs only for non-integral
     # bounds with integer dtypes (it truncates start and step first)
     y = start + np.arange(n, dtype=np.float64) * step
@@ -175,7 +178,7 @@ def _alpha(alpha: float, x: np.ndarray) -> float | int:
     if x.dtype.kind in "iu":
         if not float(alpha).is_integer():
             raise _Bad(f"alpha: must be integral for {x.dtype.name} inputs, got {alpha}")
-        return int(alpha)
+        return int(_scalar_as(alpha, x.dtype, "alpha"))  # and in the dtype's range
     return alpha
 
 
@@ -185,7 +188,9 @@ def _add(x: np.ndarray, y: np.ndarray, *, alpha: float) -> np.ndarray:
 
 
 def _sub(x: np.ndarray, y: np.ndarray, *, alpha: float) -> np.ndarray:
-    return _add(x, y, alpha=-alpha)
+    # alpha itself is checked (-alpha of int32's minimum would not fit)
+    return _wide(x) - np.int64(_alpha(alpha, x)) * _wide(y) if x.dtype.kind in "iu" \
+        else _f64(x) - alpha * _f64(y)
 
 
 def _mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
