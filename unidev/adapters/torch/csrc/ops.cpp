@@ -159,6 +159,12 @@ void check_cast(ScalarType result, const Tensor& out) {
               " can't be cast to the desired output type ", out.scalar_type());
 }
 
+void check_dtype(ScalarType want, const Tensor& out) {  // ops whose out must have their dtype
+  TORCH_CHECK(out.scalar_type() == want, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(want).name(), ", but got ", out.dtype().name(),
+              " instead");
+}
+
 // Raw copies of `n` bytes at byte `offset` of `t`'s storage; the stream is drained before
 // returning because the host buffer may be reused (or read) as soon as we return.
 void h2d(const Tensor& t, uint64_t offset, const void* src, uint64_t n) {
@@ -609,6 +615,7 @@ int pow_as_unary(const Scalar& e) {
 
 template <int E>
 Tensor& k_binary_scalar(const Tensor& self, const Scalar& other, Tensor& out) {
+  check_cast(out_type(ROW_OP, at::result_type(self, other)), out);
   int unary = ROW_OP == OP_pow && self.is_floating_point() ? pow_as_unary(other) : -1;
   if (unary >= 0 && elementwise(unary, out, out.scalar_type(), Attrs(unary), {self},
                                 {out.scalar_type()}))
@@ -688,6 +695,7 @@ bool reduce(int op, const Tensor& self, at::OptionalIntArrayRef dim, bool keepdi
 template <int E>
 Tensor& k_reduce_dtype(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                        std::optional<ScalarType> dtype, Tensor& out) {
+  if (dtype) check_dtype(*dtype, out);
   ScalarType t = dtype.value_or(out.scalar_type());
   if (!reduce(ROW_OP, self, dim, keepdim, t, out)) fallback(ROW, self, dim, keepdim, dtype, out);
   return out;
@@ -695,6 +703,9 @@ Tensor& k_reduce_dtype(const Tensor& self, at::OptionalIntArrayRef dim, bool kee
 
 template <int E>
 Tensor& k_reduce(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to "
+              "match, but got ", self.scalar_type(), " for input's dtype and ", out.scalar_type(),
+              " for out's dtype.");
   if (!reduce(ROW_OP, self, dim, keepdim, self.scalar_type(), out))
     fallback(ROW, self, dim, keepdim, out);
   return out;
@@ -712,6 +723,7 @@ Tensor k_reduce_all(const Tensor& self) {
 
 template <int E>
 Tensor& k_arg_reduce(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
+  check_dtype(at::kLong, out);
   std::vector<int64_t> d;
   if (dim) d.push_back(*dim);
   bool ok = (dim || !keepdim) && self.numel() > 0 &&
@@ -734,6 +746,7 @@ void call(int op, ScalarType t, std::initializer_list<UD_Tensor> ins,
 // these ops accept that and compute garbage), refusing outputs that repeat elements.
 template <class F>
 void into(Tensor& out, IntArrayRef shape, std::initializer_list<const Tensor*> ins, F&& body) {
+  check_dtype(ins.begin()[0]->scalar_type(), out);
   at::native::resize_output(out, shape);
   at::assert_no_internal_overlap(out);
   bool temp = false;
@@ -1107,6 +1120,8 @@ Tensor& k_cat(const at::ITensorListRef& list, int64_t dim, Tensor& out) {
   at::DimVector shape(ts[0].sizes().begin(), ts[0].sizes().end());
   shape[axis] = 0;
   std::vector<UD_Tensor> ds;  // the plugin checks that the other dims agree
+  TORCH_CHECK_TYPE(at::canCast(ts[0].scalar_type(), out.scalar_type()), "torch.cat(): input "
+                   "types can't be cast to the desired output type ", out.scalar_type());
   bool temp = out.scalar_type() != ts[0].scalar_type();
   for (const Tensor& t : ts) {
     shape[axis] += t.size(axis);
