@@ -21,10 +21,20 @@ def test_suite_passes_on_testplugin(subprocess_env, tmp_path):
     assert " passed" in out.stdout
 
 
+_ALL_CASES: dict = {}
+
+
+def _all(op: str, dtype: str) -> list:
+    """cases_for, generated once per test session (about 3 s for every op and dtype)."""
+    if (op, dtype) not in _ALL_CASES:
+        _ALL_CASES[op, dtype] = cases.cases_for(op, dtype)
+    return _ALL_CASES[op, dtype]
+
+
 def test_every_op_and_dtype_has_cases():
     for op in opset.OPS.values():
         for dtype in op.dtypes:
-            got = cases.cases_for(op.name, dtype)
+            got = _all(op.name, dtype)
             assert got, f"no conformance cases for {op.name}[{dtype}]"
 
 
@@ -35,15 +45,6 @@ def test_cases_cover_views_and_edge_shapes():
 
 
 # ---- the case classes every op and dtype gets (unidev.conformance.edgecases, refusals) -------
-
-_ALL_CASES: dict = {}
-
-
-def _all(op: str, dtype: str) -> list:
-    if (op, dtype) not in _ALL_CASES:
-        _ALL_CASES[op, dtype] = cases.cases_for(op, dtype)
-    return _ALL_CASES[op, dtype]
-
 
 def _pairs():
     return [(op, dtype) for op in opset.OPS.values() for dtype in op.dtypes]

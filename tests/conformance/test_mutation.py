@@ -60,6 +60,11 @@ MUTANTS = [
     Mutant("output-stride", "src/pool2d.c", "g->ys[j] = P.y->strides[2 + j];",
            "g->ys[j] = j ? 1 : P.y->strides[2];", "max_pool2d", "kernels",
            ("case 'out-transposed'", "case 'out-gapped'")),
+    # ignoring the output offset: pooling writes y from the start of its allocation
+    Mutant("output-offset", "src/pool2d.c",
+           "char *x = plane(P->x, p, P->c), *y = plane(P->y, p, P->c);",
+           "char *x = plane(P->x, p, P->c), *y = plane(P->y, p, P->c) - P->y->byte_offset;",
+           "max_pool2d", "kernels", ("case 'out-shifted'",)),
     # accepting an out-of-range index: max_pool2d_backward drops the check's verdict
     Mutant("index", "src/pool2d.c", "UD_REQUIRE(!atomic_load(&P.any_bad)",
            "UD_REQUIRE(1 || !atomic_load(&P.any_bad)", "max_pool2d_backward", "bad_inputs",
