@@ -15,7 +15,7 @@
     for (uniform int64 b = 0; b < n; b += 1024) {                                 \
       varying T sb = 0;                                                           \
       foreach (i = b ... min(b + 1024, n)) {                                      \
-        T e = exp(x[(int64)i * SX] - mu);                                         \
+        T e = ud_exp(x[(int64)i * SX] - mu); /* subnormal results kept */         \
         if (!log_) y[(int64)i * SY] = e; /* exp once; y may be x itself */        \
         sb += e;                                                                  \
       }                                                                           \
@@ -40,7 +40,7 @@
     const uniform T total = (T)reduce_add(s);                                     \
     if (log_)                                                                     \
       foreach (i = 0 ... n)                                                       \
-        gx[(int64)i * SG] = gy[(int64)i * SGY] - exp(y[(int64)i * SY]) * total;  \
+        gx[(int64)i * SG] = gy[(int64)i * SGY] - ud_exp(y[(int64)i * SY]) * total; \
     else                                                                          \
       foreach (i = 0 ... n)                                                       \
         gx[(int64)i * SG] = y[(int64)i * SY] * (gy[(int64)i * SGY] - total);     \
