@@ -17,7 +17,11 @@ __all__ = ["Case", "ViewSpec", "cases_for", "TOLERANCE_CAPS", "tolerance"]
 class ViewSpec:
     """How an input reaches the kernel: a contiguous array, or a view made on the device."""
 
-    kind: str = "contiguous"  # contiguous | transposed | offset | strided | broadcast
+    # contiguous | transposed | broadcast, and views over part of the array: offset (its second
+    # half) | strided (every other element of the last dim); and views that keep the array's
+    # values: shifted (at an odd element offset) | gapped (last-dim stride 2) | stride0 (dim 0
+    # broadcast from its first index) | stride0-inner (the same for the last dim)
+    kind: str = "contiguous"
     shape: tuple[int, ...] = ()  # broadcast: the shape of the array that gets broadcast
 
 
@@ -29,7 +33,8 @@ class Case:
     views: list[ViewSpec] = field(default_factory=list)
     shape: tuple[int, ...] | None = None  # for ops without inputs
     dtype: str | None = None
-    # "transposed": outputs written through transposed strides; "input0": output is input 0
+    # "transposed" / "shifted" / "gapped": outputs written through such views (the elements
+    # around a shifted or gapped view must stay untouched); "input0": output is input 0
     out_view: str = "contiguous"
 
 

@@ -51,11 +51,11 @@ def _filler(dtype: np.dtype, n: int) -> np.ndarray:
     return np.full(n, _FILLER[dtype.kind], dtype)
 
 
-def _gapped_host(x: np.ndarray, fill: np.ndarray | None = None) -> np.ndarray:
+def _gapped_host(x: np.ndarray) -> np.ndarray:
     """A buffer holding x at [..., ::2] of its last dim, other elements filler."""
     shape = x.shape[:-1] + (2 * x.shape[-1],)
     buf = np.empty(shape, x.dtype)
-    buf[...] = _filler(x.dtype, 1)[0] if fill is None else fill
+    buf[...] = _filler(x.dtype, 1)[0]
     buf[..., ::2] = x
     return buf
 
