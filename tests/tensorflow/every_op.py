@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.framework import types_pb2
 from tensorflow.python.framework import kernels, op_def_registry
 
 from unidev.adapters.tensorflow import ops
@@ -258,9 +257,5 @@ if __name__ == "__main__":
     device = sys.argv[1]
     types = [d.device_type for d in tf.config.list_physical_devices() if d.device_type != "CPU"]
     result = {"types": types, "registrations": registrations(types),
-              "kernel_types": sorted({types_pb2.DataType.Name(t) for op in ops.TF_OPS
-                                      for k in kernels.get_registered_kernels_for_op(op.tf).kernel
-                                      if k.device_type in types for c in k.constraint
-                                      for t in c.allowed_values.list.type}),
               "ops": every_op(device), "bad": bad_inputs(device), "windows": windows(device)}
     print("RESULT " + json.dumps(result))

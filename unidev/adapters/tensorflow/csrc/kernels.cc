@@ -1004,8 +1004,9 @@ void h_max_pool_grad(Call& c) {
   Window w;
   Attrs a(OP_max_pool2d);
   int64_t buf[6];
-  TF_Tensor* y0 = pool_attrs(c, OP_max_pool2d, x, &w, &a, buf) ? c.input(1) : nullptr;
+  if (!pool_attrs(c, OP_max_pool2d, x, &w, &a, buf)) return;
   std::vector<int64_t> out = layout_dims(c.k, x.shape[0], x.shape[1], w.out[0], w.out[1]);
+  TF_Tensor* y0 = c.input(1);
   if (!y0 || !expect_shape(c, "orig_output", desc(c, y0), out) ||
       !expect_shape(c, "grad", gin, out))
     return;
