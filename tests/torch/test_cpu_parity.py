@@ -303,6 +303,7 @@ CHECK_CASES = {
                                                  out=_t(2, d=d, dtype=I64)),
     "add_inplace_broadcast": lambda d: _t(3, d=d).add_(_t(2, 3, d=d)),
     "fill_expanded": lambda d: _t(1, d=d).expand(3).fill_(2),
+    "set_to_own_slice": lambda d: (lambda v: v.set_(v[2:]))(_t(8, d=d)),
     "zero_expanded": lambda d: _t(1, d=d).expand(3).zero_(),
     "transposed_inplace_full_overlap": lambda d: (lambda a: torch.add(a, a.t(), out=a))(
         _t(3, 3, d=d)),

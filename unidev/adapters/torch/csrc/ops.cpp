@@ -11,6 +11,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
@@ -1203,7 +1204,7 @@ const char* const kInfra[] = {
     "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias",
     "view_as_real", "view_as_complex", "unfold", "_copy_from", "_copy_from_and_resize",
     "resize_", "set_.source_Storage", "set_.source_Storage_storage_offset",
-    "_local_scalar_dense", "record_stream"};
+    "set_.source_Tensor", "_local_scalar_dense", "record_stream"};
 
 }  // namespace
 
@@ -1230,6 +1231,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("resize_", TORCH_FN(resize));
   m.impl("set_.source_Storage", TORCH_FN(set_source));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));  // metadata, any aliasing
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
 #define REG_ROW(E, kind) m.impl(kRows[E].aten, TORCH_FN(k_##kind<E>));
   UD_TORCH_ROWS(REG_ROW)
