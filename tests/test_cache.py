@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from unidev.adapters import _cache
+from unidev.core import cache as _cache
 
 FW, VER, NAME, DIGEST, ART = "torch", "9.9", "adapter", "0123456789abcdef", "adapter.so"
 NOBODY = 65534

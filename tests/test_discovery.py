@@ -294,7 +294,7 @@ def test_probe_reads_the_table_prefix_the_conformance_mirror_defines():
 def test_hang_verdicts_expire_and_malformed_verdicts_are_ignored(tmp_path, monkeypatch):
     import time
 
-    from unidev.adapters import _cache
+    from unidev.core import cache as _cache
 
     monkeypatch.setenv("UNIDEV_CACHE_DIR", str(tmp_path / "cache"))
     folder = discovery._verdict_dir()

@@ -332,13 +332,13 @@ def _run_probes(probes: list[_Probe]) -> None:
 
 
 def _verdict_dir() -> Path:
-    from ..adapters import _cache  # the one private, checked cache of unidev
+    from . import cache as _cache  # the one private, checked cache of unidev
 
     return _cache.private_dir("plugin-probes")
 
 
 def _read_verdict(folder: Path, key: str) -> dict | None:
-    from ..adapters import _cache
+    from . import cache as _cache
 
     try:
         raw = _cache.read_private(folder / f"{key}.json")
@@ -364,7 +364,7 @@ def _read_verdict(folder: Path, key: str) -> dict | None:
 def _verdicts(wanted: dict[str, str]) -> dict[str, dict]:
     """{key: verdict} for {key: library path}, probing (in parallel) what is not cached; each
     verdict's "source" says where it came from."""
-    from ..adapters import _cache
+    from . import cache as _cache
 
     found: dict[str, dict] = {}
     try:
@@ -445,7 +445,7 @@ def _load_libraries(recs: list[PluginRecord]) -> None:
         for rec in recs:
             rec.status, rec.error = BROKEN, f"unidev._C is not importable: {exc}"
         return
-    from ..adapters import _cache
+    from . import cache as _cache
 
     salt = _probe_salt((_C.ABI_MAJOR, _C.ABI_MINOR))
     keyed: list[tuple[PluginRecord, str]] = []

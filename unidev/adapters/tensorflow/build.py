@@ -11,9 +11,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...core import cache as _cache
 from ...core import discovery
 from ...plugins import include_dir
-from .. import _cache
 from . import ops
 
 __all__ = ["TfInstall", "tf_install", "plugin_dir", "build", "build_plugin", "build_varops",

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from types import ModuleType
 
+from ...core import cache as _cache
 from ...core import discovery
-from .. import _cache
 
 _lock = threading.Lock()
 _FALLBACK_MODES = {"": 0, "count": 0, "warn": 1, "error": 2}

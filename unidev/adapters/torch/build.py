@@ -13,8 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 from ... import plugins
+from ...core import cache as _cache
 from ...core import dtypes, opset
-from .. import _cache
 from . import _optable
 
 HERE = Path(__file__).resolve().parent
@@ -103,11 +103,12 @@ def _compile(folder: Path, dig: str, verbose: bool) -> Path:
     # ninja works in one folder per torch version so that a changed source recompiles only its
     # own translation unit. It builds from a snapshot of the sources taken under the lock (and
     # checked against the hash), so a source edited mid-build can never hide behind a newer .o.
-    work = folder.parent / "ninja"
-    src = work / "src"
-    src.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Private levels (mkdir -p would take the umask's mode, and a planted object would be linked
+    # in and then hashed as genuine); files ninja writes are private too (umask below).
+    work = _cache.private_dir(folder.parent.name, "ninja")
+    src = _cache.private_dir(folder.parent.name, "ninja", "src")
+    _cache.private_dir(folder.parent.name, "ninja", "src", "unidev")
     snapshot = []
-    (src / "unidev").mkdir(exist_ok=True)
     for path in _inputs():
         target = src / ("unidev" if path.name == "unidev.h" else "") / path.name
         data = path.read_bytes()
@@ -141,7 +142,11 @@ def library(verbose: bool = False) -> Path:
         print(f"unidev: building the PyTorch adapter for torch {version} into {folder} "
               "(once per torch version; about a minute)...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        _compile(folder, dig, verbose)
+        umask = os.umask(0o077)
+        try:
+            _compile(folder, dig, verbose)
+        finally:
+            os.umask(umask)
         _cache.commit(folder, "torch", version, dig, f"{NAME}.so")
         for old in folder.parent.glob(f"{NAME}-*"):  # builds of older sources
             if old != folder:
