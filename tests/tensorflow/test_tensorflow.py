@@ -302,6 +302,30 @@ def test_dropped_models_leave_no_device_memory(installed, tf_type):
     assert in_use[-1] == in_use[1], in_use
 
 
+def test_crashing_plugins_never_abort_tensorflow(installed, tmp_path, tmp_path_factory,
+                                                subprocess_env):
+    """Plugins whose native code crashes (in dlopen, device_count, a kernel lookup) or hangs,
+    each with an adapter on TF's path: discovery probes them in a child, TF imports, their
+    devices are disabled with the probe's verdict, and the installed devices still compute."""
+    from wrongplugin import NATIVE_FAULTS, crash_site
+
+    folder = tmp_path / "plugins"
+    for name in NATIVE_FAULTS:
+        adapter_for(tmp_path, name, name.upper(), str(tmp_path / "unused.so"))
+    env = dict(env_for(""), TF_PLUGGABLE_DEVICE_LIBRARY_PATH=str(folder),
+               UNIDEV_CACHE_DIR=str(tmp_path / "cache"), UNIDEV_PROBE_TIMEOUT="2")
+    env["PYTHONPATH"] = os.pathsep.join([str(crash_site(tmp_path_factory)),
+                                         subprocess_env["PYTHONPATH"]])
+    res, err = load_check(env)
+    assert set(installed) <= set(res["types"]), (res["types"], err[-2000:])
+    for tf_type in installed:
+        assert res["sums"][tf_type][0] == [4.0, 6.0]
+    for name in NATIVE_FAULTS:
+        assert name.upper() not in res["types"]
+        assert f"TensorFlow device {name.upper()} is disabled: plugin {name} is broken" in err, \
+            err[-3000:]
+
+
 def test_broken_and_duplicate_adapters_never_abort(installed, tmp_path):
     """A plugin whose library is missing, one that is not installed at all, and a second copy
     of an installed adapter: TF imports, warns, and registers none of them."""
