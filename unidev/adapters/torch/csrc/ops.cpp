@@ -977,10 +977,7 @@ std::tuple<Tensor, Tensor, Tensor> k_batch_norm(const Tensor& x, const OptTensor
                                                 const OptTensor& b, const OptTensor& rm,
                                                 const OptTensor& rv, bool training,
                                                 double momentum, double eps) {
-  // The op set refuses training on one value per channel; torch's native_batch_norm (and the
-  // layer_norm decomposition built on it) computes it (variance 0).
-  bool one = training && x.dim() >= 2 && x.size(1) > 0 && x.numel() / x.size(1) == 1;
-  if (x.dim() < 2 || one || !kernel(ROW_OP, x.scalar_type())) {
+  if (x.dim() < 2 || !kernel(ROW_OP, x.scalar_type())) {
     auto st = fallback(ROW, x, w, b, rm, rv, training, momentum, eps);
     return {st[0].toTensor(), st[1].toTensor(), st[2].toTensor()};
   }
