@@ -167,7 +167,9 @@ static UD_Error* fill_value(const char* op, const UD_KernelArgs* a, double value
 static UD_Error* k_fill(const UD_KernelArgs* a) {
   UD_Error* e = check_call("fill", a, 0, 1, 1);
   if (e || (e = check_attr("fill", a, 0, UD_ATTR_FLOAT))) return e;
-  return fill_value("fill", a, a->attrs[0].value.f);
+  /* a value the dtype cannot hold (an int32 fill of nan or 1e20) is refused, not wrapped */
+  e = ud_kit_check_scalar("fill", "value", a->attrs[0].value.f, a->outputs[0].dtype, 0);
+  return e ? e : fill_value("fill", a, a->attrs[0].value.f);
 }
 
 static UD_Error* k_zero(const UD_KernelArgs* a) {
@@ -181,13 +183,12 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
   if (e || (e = check_attr("arange", a, 3, UD_ATTR_STRING))) return e;
   const UD_Tensor* y = &a->outputs[0];
   double start = a->attrs[0].value.f, stop = a->attrs[1].value.f, step = a->attrs[2].value.f;
-  if (step == 0.0 || !isfinite(step))
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: step %g, expected finite and != 0", step);
-  double len = ceil((stop - start) / step);
-  int64_t n = len > 0 ? (int64_t)len : 0;
-  if (y->ndim != 1 || y->shape[0] != n)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: output must have shape (%lld,)",
-                        (long long)n);
+  if (y->ndim != 1)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: output has %d dims, expected 1",
+                        (int)y->ndim);
+  int64_t n = y->shape[0];
+  /* finite values, a length that matches the output, first and last values in the dtype */
+  if ((e = ud_kit_check_arange("arange", start, stop, step, n, y->dtype))) return e;
   if (strcmp(a->attrs[3].value.s ? a->attrs[3].value.s : "", ud_kit_dtype_name(y->dtype)) != 0)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: attribute dtype '%s' but output is %s",
                         a->attrs[3].value.s, ud_kit_dtype_name(y->dtype));
