@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import unidev
+from unidev.core import discovery
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from testplugin import make_site  # noqa: E402
@@ -42,3 +45,17 @@ def subprocess_env(plugin_sites) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(good), str(bad), env.get("PYTHONPATH", "")])
     return env
+
+
+@pytest.fixture(params=["testdev", "x86", "aurora"])
+def dev(request) -> str:
+    """Each device a framework-free test can use: the C test plugin, the bundled x86 and aurora."""
+    if request.param == "testdev":
+        return request.getfixturevalue("testdev")
+    try:
+        rec = discovery.get(request.param)
+    except unidev.PluginLoadError:
+        pytest.skip(f"plugin {request.param} not installed")
+    if rec.status != discovery.OK:
+        pytest.skip(f"plugin {request.param}: {rec.status}")
+    return request.param

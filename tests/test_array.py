@@ -7,21 +7,6 @@ import pytest
 
 import unidev
 from unidev import DeviceArray, ops
-from unidev.core import discovery
-
-
-@pytest.fixture(params=["testdev", "x86", "aurora"])
-def dev(request) -> str:
-    """Each device this process can use: the C test plugin and the bundled x86 and aurora."""
-    if request.param == "testdev":
-        return request.getfixturevalue("testdev")
-    try:
-        rec = discovery.get(request.param)
-    except unidev.PluginLoadError:
-        pytest.skip(f"plugin {request.param} not installed")
-    if rec.status != discovery.OK:
-        pytest.skip(f"plugin {request.param}: {rec.status}")
-    return request.param
 
 
 def _array(dev: str, n: int = 16) -> DeviceArray:

@@ -12,20 +12,6 @@ from unidev import DeviceArray, ops
 from unidev.core import discovery, opset, reference
 
 
-@pytest.fixture(params=["testdev", "x86", "aurora"])
-def dev(request) -> str:
-    """Each device this process can use: the C test plugin and the bundled x86 and aurora."""
-    if request.param == "testdev":
-        return request.getfixturevalue("testdev")
-    try:
-        rec = discovery.get(request.param)
-    except unidev.PluginLoadError:
-        pytest.skip(f"plugin {request.param} not installed")
-    if rec.status != discovery.OK:
-        pytest.skip(f"plugin {request.param}: {rec.status}")
-    return request.param
-
-
 def need(dev: str, *ops_: str, dtype: str = "float32") -> None:
     lib = discovery.load(dev)
     for op in ops_:
