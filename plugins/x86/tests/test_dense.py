@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import unidev
-from unidev.core import discovery, opset, reference
+from unidev.core import discovery, reference
 from unidev.core import ops as uops
 from unidev.core.errors import InvalidArgumentError, UnsupportedError
 
@@ -260,15 +260,7 @@ def test_winograd_names_its_limits():
                           **attrs)
 
 
-def raw_call(op: str, inputs, outputs, attrs: dict):
-    """Call the plugin kernel directly, skipping unidev.ops's own checks."""
-    schema = opset.get(op)
-    dev = outputs[0].device
-    kernel = uops.kernel_for(dev, op, inputs[0].dtype)
-    full = uops.normalize_attrs(schema, attrs)
-    attr_list = [(a.name, a.type, full[a.name]) for a in schema.attrs]
-    kernel(dev.index, [v.descriptor() if v is not None else None for v in inputs],
-           [o.descriptor() for o in outputs], attr_list, 0)
+raw_call = uops.call_kernel  # past unidev.ops's own checks
 
 
 def dev_zeros(shape, dtype="float32"):

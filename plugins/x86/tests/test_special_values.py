@@ -31,15 +31,7 @@ def same(got: np.ndarray, want: np.ndarray, rtol: float, atol: float = 0.0) -> N
     assert (np.isnan(got) == np.isnan(want)).all()
 
 
-def raw_call(op: str, inputs: list, outputs: list, attrs: dict) -> None:
-    """The plugin's kernel itself, past unidev.ops's own checks."""
-    schema = opset.get(op)
-    device = outputs[0].device
-    kernel = uops.kernel_for(device, op, (inputs[0] if inputs else outputs[0]).dtype)
-    full = uops.normalize_attrs(schema, attrs)
-    attr_list = [(a.name, a.type, full[a.name]) for a in schema.attrs]
-    kernel(device.index, [None if v is None else v.descriptor() for v in inputs],
-           [o.descriptor() for o in outputs], attr_list, 0)
+raw_call = uops.call_kernel  # past unidev.ops's own checks
 
 
 FLOAT_UNARY = [op.name for op in opset.OPS.values()
