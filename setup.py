@@ -8,7 +8,7 @@ setup(
         Pybind11Extension(
             "unidev._C",
             ["unidev/csrc/binding.cpp"],
-            include_dirs=["unidev/include"],
+            include_dirs=["unidev/contract/include"],
             cxx_std=17,
             libraries=["dl"],
             extra_compile_args=["-O2", "-fvisibility=hidden"],

@@ -14,9 +14,9 @@ from testplugin import MODULE, add_distribution, build_library
 from wrongplugin import build_crash_library, crash_site
 
 import unidev
+from unidev.contract.spec import PluginSpec
 from unidev.core import discovery
-from unidev.core.spec import PluginSpec
-from unidev.plugins import hookimpl
+from unidev.kit import hookimpl
 
 
 def _run(code: str, env: dict, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_docs_are_generated_from_the_table():
     assert (ROOT / "docs" / "ops.md").read_text().strip() == opset.markdown().strip(), (
-        "docs/ops.md is stale: run `python -c 'from unidev.core import opset; "
+        "docs/ops.md is stale: run `python -c 'from unidev.contract import opset; "
         "print(opset.markdown())' > docs/ops.md`")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .contract.spec import Conformance, PluginSpec
 from .core import ops
 from .core.array import DeviceArray
 from .core.device import Device, device
@@ -17,7 +18,6 @@ from .core.errors import (
     UnknownHandleError,
     UnsupportedError,
 )
-from .core.spec import Conformance, PluginSpec
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-from .core import discovery, opset
+from .contract import opset
+from .core import cache, discovery
 
 
 def _fmt_bytes(n: int) -> str:
@@ -120,16 +121,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                        ("ninja", "--version"), ("nvcc", "--version"), ("ispc", "--version")):
         path = shutil.which(tool)
         print(f"{tool:<11} {_version([path, flag]) if path else 'not found'}")
-    ispc_spec = importlib.util.find_spec("unidev.plugins.ispc")
-    if ispc_spec is not None and not shutil.which("ispc"):
+    if not shutil.which("ispc"):  # plugins/x86/cmake/ispc.py provisions it into the cache
         try:
-            from .plugins import ispc as ispc_kit
-
-            cached = ispc_kit.cached_ispc() if hasattr(ispc_kit, "cached_ispc") else None
-            hint = "not provisioned (python -m unidev.plugins.ispc)"
-            print(f"{'ispc (kit)':<11} {cached or hint}")
+            wrapper = cache.cache_root() / "ispc" / "bin" / "ispc"
+            print(f"{'ispc (x86)':<11} {wrapper if wrapper.exists() else 'not provisioned yet'}")
         except Exception as exc:
-            print(f"{'ispc (kit)':<11} error: {exc}")
+            print(f"{'ispc (x86)':<11} cache unusable: {exc}")
     for mod in ("numpy", "torch", "tensorflow", "pluggy"):
         spec = importlib.util.find_spec(mod)
         if spec is None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from unidev.plugins import scaffold
+from unidev.kit import scaffold
 
 
 def test_refuses_bad_names(tmp_path) -> None:

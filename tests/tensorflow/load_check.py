@@ -11,7 +11,7 @@ import sys
 from unidev.core import discovery
 
 if len(sys.argv) > 3:
-    from unidev.plugins import PluginSpec, hookimpl
+    from unidev.kit import PluginSpec, hookimpl
 
     class Plugin:
         @hookimpl

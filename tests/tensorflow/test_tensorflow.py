@@ -217,7 +217,7 @@ def test_every_registered_op_and_bad_input_matches_cpu(installed, cpu_results, t
 def adapter_for(tmp_path: Path, name: str, tf_type: str, build_time_library: str) -> Path:
     """A folder for TF_PLUGGABLE_DEVICE_LIBRARY_PATH with the adapter of plugin `name`, built
     while discovery said its library was `build_time_library`."""
-    from unidev.core.spec import PluginSpec
+    from unidev.contract.spec import PluginSpec
 
     rec = discovery.PluginRecord(name=name, source="test", status="ok", spec=PluginSpec(
         name=name, library=build_time_library, tf_type=tf_type))

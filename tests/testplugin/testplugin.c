@@ -3,7 +3,7 @@
  * Used by the core tests to prove discovery → ABI check → memory → kernel → DLPack. Streams run
  * work synchronously at enqueue, which the contract allows. It keeps a table of live allocations
  * so that freed or foreign handles are refused (UD_ERR_UNKNOWN_HANDLE) rather than dereferenced.
- * Build: cc -std=c17 -O2 -shared -fPIC -I<unidev/include> testplugin.c -o libtestplugin.so
+ * Build: cc -std=c17 -O2 -shared -fPIC -I<unidev/contract/include> testplugin.c -o libtestplugin.so
  * -DTESTPLUGIN_ABI_MAJOR=N / -DTESTPLUGIN_ABI_MINOR=N build a plugin that claims another ABI
  * version; -DTESTPLUGIN_DEVICES=0 one without devices (all for the loader tests).
  */

@@ -7,7 +7,7 @@ import ctypes as C
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core import dtypes
+from ..contract import dtypes
 
 __all__ = ["Api", "RawTensor", "Raw", "API_FUNCTIONS", "ERROR_CODES"]
 

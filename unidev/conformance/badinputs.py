@@ -177,7 +177,7 @@ def _desc(a, shape=None, strides=None, dtype=None) -> tuple:
 
 
 def _attrs(op: str, **over) -> list:
-    from ..core import opset
+    from ..contract import opset
 
     schema = opset.get(op)
     return [(a.name, a.type, over.get(a.name, a.default)) for a in schema.attrs]
@@ -497,7 +497,8 @@ def _value_cases(t: Target) -> dict[str, Callable[[Ctx], str]]:
 
 def _value_case(op: str, dtype: str, r) -> Callable[[Ctx], str]:
     def run(c: Ctx) -> str:
-        from ..core import ops, opset, shapes
+        from ..contract import opset
+        from ..core import ops, shapes
         from ..core.array import DeviceArray
         from .runner import dtype_of
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import opset
+from ..contract import opset
 
 __all__ = ["Case", "ViewSpec", "cases_for", "TOLERANCE_CAPS", "tolerance"]
 

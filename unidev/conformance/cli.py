@@ -170,7 +170,7 @@ def _configure_conformance(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from ..plugins import scaffold
+    from ..kit import scaffold
 
     try:
         root = scaffold.write(args.name, Path(args.dir), force=args.force)

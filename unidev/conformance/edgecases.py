@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..core import opset
+from ..contract import opset
 from .cases import Case, ViewSpec
 
 __all__ = ["extend", "special_values", "int_extremes"]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import dtypes, opset, reference
+from ..contract import dtypes, opset
+from ..core import reference
 from ..core.errors import InvalidArgumentError
 from . import cases
 

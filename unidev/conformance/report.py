@@ -9,7 +9,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from ..core import opset
+from ..contract import opset
 from .target import GROUPS, Target
 
 __all__ = ["build", "write", "load", "render_markdown", "compare", "SYMBOLS"]

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import ops, opset, reference
+from ..contract import opset
+from ..core import ops, reference
 from ..core.array import DeviceArray
 from ..core.errors import UnidevError
 from .cases import Case, ViewSpec, tolerance

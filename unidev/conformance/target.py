@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from ..core import discovery, opset
-from ..core.spec import Conformance
+from ..contract import opset
+from ..contract.spec import Conformance
+from ..core import discovery
 from . import abi, cases
 
 __all__ = ["Target", "GROUPS", "resolve"]

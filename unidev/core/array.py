@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import dtypes
+from ..contract import dtypes
 from .device import Device
 from .device import device as parse_device
 from .errors import InvalidArgumentError, OutOfBoundsError, UnknownHandleError

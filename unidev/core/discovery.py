@@ -22,9 +22,9 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from ..contract import hookspecs
+from ..contract.spec import PluginSpec
 from .errors import PluginLoadError
-from .spec import PluginSpec
 
 __all__ = ["PluginRecord", "discover", "get", "load", "register", "reset", "ENTRY_POINT_GROUP"]
 
@@ -77,7 +77,7 @@ def _describe(module: object) -> PluginSpec:
     spec = pm.hook.unidev_plugin()
     if not isinstance(spec, PluginSpec):
         raise TypeError(f"unidev_plugin() returned {type(spec).__name__}, expected "
-                        "unidev.plugins.PluginSpec")
+                        "unidev.kit.PluginSpec")
     return spec
 
 
@@ -146,7 +146,7 @@ def _probe_child(path: str, fd: int) -> None:
         say("note", f"{what}: {type(exc).__name__}: {exc}")
 
     from .. import _C
-    from . import dtypes, opset
+    from ..contract import dtypes, opset
 
     say("stage", "start")
     try:
@@ -429,7 +429,7 @@ def _probe_salt(abi: tuple[int, int]) -> str:
     """What else a verdict depends on: this unidev's ABI and the lookups the probe makes."""
     global _probe_salt_memo
     if _probe_salt_memo is None:
-        from . import dtypes, opset
+        from ..contract import dtypes, opset
 
         h = hashlib.sha256(" ".join(sorted(opset.OPS)).encode() + b"|" +
                            " ".join(dtypes.DTYPES).encode())

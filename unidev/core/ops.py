@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, opset, shapes
+from ..contract import dtypes, opset
+from . import shapes
 from .array import INT64_MAX, MAX_BYTES, DeviceArray, check_int, check_shape
 from .device import Device
 from .device import device as parse_device

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, opset
+from ..contract import dtypes, opset
 from .errors import InvalidArgumentError
 
 __all__ = ["run", "KERNELS"]

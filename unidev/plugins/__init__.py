@@ -1,23 +1,18 @@
-"""The plugin author's kit: the hook marker, the spec classes, and where the C header lives."""
+"""Deprecated name of unidev.kit (the plugin author's kit); kept for one release."""
 
-from __future__ import annotations
+import warnings
 
-from pathlib import Path
-
-import pluggy
-
-from ..core.spec import Conformance, PluginSpec
+from ..kit import Conformance, PluginSpec, header, hookimpl, include_dir
 
 __all__ = ["hookimpl", "PluginSpec", "Conformance", "include_dir", "header"]
 
-hookimpl = pluggy.HookimplMarker("unidev")
+warnings.warn("unidev.plugins is deprecated: import unidev.kit instead (same names)",
+              DeprecationWarning, stacklevel=2)
 
 
-def include_dir() -> str:
-    """Folder to add to a plugin's include path: ``#include <unidev/unidev.h>``."""
-    return str(Path(__file__).resolve().parent.parent / "include")
+def __getattr__(name: str):
+    if name == "scaffold":
+        from ..kit import scaffold
 
-
-def header() -> str:
-    """Path of ``unidev.h``, the C contract."""
-    return str(Path(include_dir()) / "unidev" / "unidev.h")
+        return scaffold
+    raise AttributeError(f"module 'unidev.plugins' has no attribute {name!r}")

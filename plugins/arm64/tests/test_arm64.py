@@ -105,7 +105,7 @@ def test_qemu_conformance() -> None:
                     reason="needs gcc-aarch64-linux-gnu (scripts/provision installs it)")
 def test_entry_point_cross_compiles(tmp_path: Path) -> None:
     """x86's api.c (through the shim) and ours compile for aarch64, warning-free."""
-    include = HERE.parent.parent / "unidev" / "include"
+    include = HERE.parent.parent / "unidev" / "contract" / "include"
     common = ["aarch64-linux-gnu-gcc", "-std=c17", "-O1", "-Wall", "-Wextra", "-Werror", "-fPIC",
               f"-I{include}", f"-I{X86 / 'src'}", "-c"]
     subprocess.run([*common, "-include", str(HERE / "src" / "x86_api_shim.h"),

@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-from unidev.plugins import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, hookimpl
 
 __all__ = ["library_path", "unidev_plugin"]
 

@@ -7,7 +7,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from unidev.plugins import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, hookimpl
 
 __all__ = ["library_path", "library_dirs", "status", "unidev_plugin"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...core import cache as _cache
 from ...core import discovery
-from ...plugins import include_dir
+from ...kit import include_dir
 from . import ops
 
 __all__ = ["TfInstall", "tf_install", "plugin_dir", "build", "build_plugin", "build_varops",

@@ -2,7 +2,7 @@
 
 Each row is (aten overload, unidev op, kind). `kind` names the C++ kernel template in ops.cpp that
 serves every row of that shape (unary `.out`, binary `.out` with alpha, ...). A test checks every
-unidev op named here against unidev.core.opset, and every row against what the C++ registered.
+unidev op named here against unidev.contract.opset, and every row against what the C++ registered.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 
 namespace unidev_torch {
 
-constexpr int kNumDTypes = 8;  // kDTypeNames order (unidev.core.dtypes.DTYPES)
+constexpr int kNumDTypes = 8;  // kDTypeNames order (unidev.contract.dtypes.DTYPES)
 constexpr int kMaxAttrs = 10;
 
 // The plugin behind PrivateUse1: its table and the kernels looked up once at load.

@@ -1,4 +1,4 @@
-"""Find or provision the ISPC compiler for plugin builds (``python -m unidev.plugins.ispc``)."""
+"""Find or provision the ISPC compiler for plugin builds (``python plugins/x86/cmake/ispc.py``)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def _provision(root: Path) -> Path:
     wrapper = root.parent / "bin" / "ispc"
     wrapper.parent.mkdir(parents=True, exist_ok=True)
     wrapper.write_text(
-        "#!/bin/sh\n# Debian 13's ispc through its own glibc loader (unidev.plugins.ispc)\n"
+        "#!/bin/sh\n# Debian 13's ispc through its own glibc loader (plugins/x86/cmake/ispc.py)\n"
         f'exec "{libdir / loader}" --library-path "{libdir}:/usr/lib/{triplet}" '
         f'"{root / "usr" / "bin" / "ispc"}" "$@"\n')
     wrapper.chmod(0o755)

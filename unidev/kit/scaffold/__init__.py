@@ -29,7 +29,7 @@ def write(name: str, parent: Path, force: bool = False) -> Path:
     if not _NAME.match(name):
         raise ValueError(f"plugin name {name!r} must match [a-z][a-z0-9_]* (it becomes the "
                          "device name, a Python package and C identifiers)")
-    from ...core.spec import PluginSpec
+    from ...contract.spec import PluginSpec
 
     PluginSpec(name=name, library="")  # refuses names that clash with torch's devices
     root = Path(parent) / f"unidev-{name}"

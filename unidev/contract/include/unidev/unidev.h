@@ -159,7 +159,7 @@ typedef enum UD_AttrType {
 } UD_AttrType;
 
 /* One attribute. Kernels receive every attribute of the op, in the order the op set
- * (unidev/core/opset.py) declares them, defaults filled in — so a kernel reads attrs[k] by
+ * (unidev/contract/opset.py) declares them, defaults filled in — so a kernel reads attrs[k] by
  * position; `name` is there for checking and error messages. */
 typedef struct UD_Attr {
   const char* name;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from unidev.plugins import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, hookimpl
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,20 @@
+# The package version is the C ABI version (read from unidev.h, its one source): a plugin asking
+# for find_package(unidev 1.0) accepts any 1.x core and refuses another major.
+file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/../include/unidev/unidev.h" _ud_abi
+     REGEX "^#define UD_ABI_(MAJOR|MINOR) [0-9]+")
+string(REGEX REPLACE ".*UD_ABI_MAJOR ([0-9]+).*" "\\1" _ud_major "${_ud_abi}")
+string(REGEX REPLACE ".*UD_ABI_MINOR ([0-9]+).*" "\\1" _ud_minor "${_ud_abi}")
+set(PACKAGE_VERSION "${_ud_major}.${_ud_minor}")
+if(PACKAGE_FIND_VERSION_MAJOR AND NOT PACKAGE_FIND_VERSION_MAJOR STREQUAL _ud_major)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+unset(_ud_abi)
+unset(_ud_major)
+unset(_ud_minor)

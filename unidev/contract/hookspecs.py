@@ -1,0 +1,47 @@
+"""The Python half of the plugin contract: pluggy hook specifications in group ``unidev``.
+
+A plugin is a module registered under the entry point group ``unidev``::
+
+    [project.entry-points.unidev]
+    aurora = "unidev_aurora"
+
+that implements some of the hooks below, each marked with ``unidev.kit.hookimpl``. The
+docstring of every hook is its reference documentation.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+from .spec import PluginSpec
+
+hookspec = pluggy.HookspecMarker("unidev")
+
+
+@hookspec(firstresult=True)
+def unidev_plugin() -> PluginSpec:
+    """Describe the plugin: return one :class:`unidev.kit.PluginSpec`.
+
+    Called once per process, at discovery, before the plugin's native library is loaded; it must
+    be cheap and must not import torch or tensorflow. The fields are:
+
+    - ``name``: short lowercase name (``"aurora"``), unique among installed plugins; it is what
+      ``unidev list``, ``unidev info NAME`` and ``unidev.ops`` device strings use.
+    - ``torch_name``: the PyTorch device name (``torch.device("aurora")``), matching ``[a-z_]+``
+      and not a built-in torch device type. Defaults to ``name``.
+    - ``tf_type``: the TensorFlow device type (``/device:AURORA:0``), matching ``[A-Z][A-Z_]*``
+      and not containing ``CPU`` (TF's oneDNN rewrites claim those). Defaults to ``name.upper()``.
+    - ``library``: absolute path of the native library exporting ``unidev_get_api``
+      (see ``unidev/contract/include/unidev/unidev.h``).
+    - ``priority``: PyTorch takes one device per process; the highest priority installed plugin
+      wins unless ``UNIDEV_TORCH_DEVICE`` names another. The bundled plugins use 0–100.
+    - ``host_addressable``: True if device handles are host pointers (zero-copy DLPack to numpy).
+    - ``conformance``: a :class:`unidev.kit.Conformance` with known exclusions (op or
+      ``op:dtype`` → reason) and tightened tolerances (dtype → (rtol, atol)). Tolerances can only be
+      tightened below the suite's caps, never loosened.
+    - ``applicable``: None if the plugin can run on this machine, else a one-line reason (an arm64
+      plugin on an x86 host). Inapplicable plugins are listed but never loaded.
+
+    Use in plugins: implement it in the module named by the entry point. If it raises, the plugin
+    is recorded as broken with that error and the others keep working.
+    """

@@ -1,0 +1,375 @@
+"""The op set: one table defining every unidev op (inputs, outputs, attributes, dtypes, tier).
+
+Conventions every kernel may rely on (unidev.core.shapes.infer and the adapters normalize):
+axes attributes are non-negative, sorted and unique (0-d inputs accept axis 0 / -1 and reduce
+nothing); pooling strides are filled from kernel_size; stride/padding/dilation have 2 values.
+Ops without inputs (fill, zero, arange) take their output shape from the output descriptor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dtypes import ALL, BOOL, FLOAT, INT, NUMERIC
+
+__all__ = ["Attr", "Input", "Output", "OpSchema", "OPS", "SCALAR_RULES", "get", "by_tier",
+           "TIERS"]
+
+TIERS = (0, 1, 2)
+
+
+# what a float attribute that stands for a number of the op's dtype must be for integer dtypes
+# (Attr.scalar); unidev.ops checks it before any kernel runs, the reference and torch agree
+SCALAR_RULES = {
+    "value": "a finite number in [{lo}, {hi}] (converted toward zero)",
+    "integral": "an integer in [{lo}, {hi}]",
+}
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute: `type` is one of int, float, bool, str, ints.
+
+    `scalar` marks a float attribute that is a number of the op's tensor dtype (a fill value, an
+    integer op's alpha): one of SCALAR_RULES, or "" for a plain attribute.
+    """
+
+    name: str
+    type: str
+    default: Any = None
+    choices: tuple = ()
+    scalar: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.type in ("int", "float", "bool", "str", "ints"), self.type
+        assert not self.scalar or (self.scalar in SCALAR_RULES and self.type == "float"), self
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    optional: bool = False
+    variadic: bool = False
+    # "same": the op's dtype; otherwise a fixed dtype group (e.g. INT for indices)
+    dtypes: tuple | str = "same"
+    mutated: bool = False  # updated in place by the kernel (batch_norm's running stats)
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    # "same": the op's dtype; a dtype name: fixed; "attr:NAME": from a str attribute
+    dtype: str = "same"
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """One op. `dtypes` are the dtypes of its first input (first output for no-input ops).
+
+    `shape` names the shape rule in unidev.core.shapes that gives output shapes from inputs and
+    attributes. `broadcast` marks elementwise ops whose kernels receive inputs pre-broadcast to
+    the output shape (stride 0 on broadcast dimensions).
+    """
+
+    name: str
+    tier: int
+    inputs: tuple[Input, ...]
+    outputs: tuple[Output, ...]
+    attrs: tuple[Attr, ...] = ()
+    dtypes: tuple[str, ...] = FLOAT
+    shape: str = "same"
+    broadcast: bool = False
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attrs)
+
+    def attr(self, name: str) -> Attr:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+_X = (Input("x"),)
+_Y = (Output("y"),)
+_XY = (Input("x"), Input("y"))
+_BOOL_OUT = (Output("out", "bool"),)
+_CONV_ATTRS = (
+    Attr("stride", "ints", (1, 1)),
+    Attr("padding", "ints", (0, 0)),
+    Attr("dilation", "ints", (1, 1)),
+    Attr("groups", "int", 1),
+    Attr("algorithm", "str", "auto"),
+)
+_POOL_ATTRS = (
+    Attr("kernel_size", "ints", (2, 2)),
+    Attr("stride", "ints", ()),  # empty: same as kernel_size
+    Attr("padding", "ints", (0, 0)),
+)
+_AVG_ATTRS = _POOL_ATTRS + (
+    Attr("ceil_mode", "bool", False),
+    Attr("count_include_pad", "bool", True),
+)
+_MAX_ATTRS = _POOL_ATTRS + (Attr("dilation", "ints", (1, 1)), Attr("ceil_mode", "bool", False))
+_REDUCE_ATTRS = (Attr("axes", "ints", ()), Attr("keepdims", "bool", False))
+_REDUCTION = Attr("reduction", "str", "mean", ("none", "mean", "sum"))
+_GELU_APPROX = Attr("approximate", "str", "none", ("none", "tanh"))
+
+
+def _unary(name: str, tier: int, dtypes: tuple, doc: str, attrs: tuple = ()) -> OpSchema:
+    return OpSchema(name, tier, _X, _Y, attrs, dtypes, "same", True, doc)
+
+
+def _binary(name: str, dtypes: tuple, doc: str, out=_Y, attrs: tuple = ()) -> OpSchema:
+    return OpSchema(name, 1, _XY, out, attrs, dtypes, "broadcast", True, doc)
+
+
+def _reduce(name: str, dtypes: tuple, doc: str, out=_Y) -> OpSchema:
+    return OpSchema(name, 1, _X, out, _REDUCE_ATTRS, dtypes, "reduce", False, doc)
+
+
+_TABLE: list[OpSchema] = [
+    # ---- tier 0: memory ------------------------------------------------------------------
+    OpSchema("copy", 0, _X, _Y, (), ALL, "same", True,
+             "y = x, from any strides to any strides (y's strides define the layout)."),
+    OpSchema("fill", 0, (), (Output("y"),), (Attr("value", "float", 0.0, scalar="value"),), ALL,
+             "none", False,
+             "Every element of y = value (converted to y's dtype)."),
+    OpSchema("zero", 0, (), (Output("y"),), (), ALL, "none", False, "Every element of y = 0."),
+    OpSchema("cast", 0, _X, (Output("y", "attr:dtype"),), (Attr("dtype", "str", "float32"),),
+             ALL, "same", True,
+             "y = x converted to `dtype` (C casts; float to int truncates; to bool is x != 0)."),
+    OpSchema("arange", 0, (), (Output("y", "attr:dtype"),),
+             (Attr("start", "float", 0.0), Attr("stop", "float", 0.0), Attr("step", "float", 1.0),
+              Attr("dtype", "str", "float32")), NUMERIC, "arange", False,
+             "y[i] = start + i * step for i < ceil((stop - start) / step)."),
+    # ---- tier 1: unary -------------------------------------------------------------------
+    _unary("neg", 1, NUMERIC, "y = -x"),
+    _unary("abs", 1, NUMERIC, "y = |x|"),
+    _unary("exp", 1, FLOAT, "y = e^x"),
+    _unary("log", 1, FLOAT, "y = ln x (nan for x < 0, -inf for 0)"),
+    _unary("sqrt", 1, FLOAT, "y = sqrt(x)"),
+    _unary("rsqrt", 1, FLOAT, "y = 1 / sqrt(x)"),
+    _unary("reciprocal", 1, FLOAT, "y = 1 / x"),
+    _unary("sin", 1, FLOAT, "y = sin x"),
+    _unary("cos", 1, FLOAT, "y = cos x"),
+    _unary("tanh", 1, FLOAT, "y = tanh x"),
+    _unary("sigmoid", 1, FLOAT, "y = 1 / (1 + e^-x)"),
+    _unary("relu", 1, NUMERIC, "y = max(x, 0)"),
+    _unary("gelu", 1, FLOAT, "y = x * Phi(x); approximate='tanh' uses the tanh formula",
+           (_GELU_APPROX,)),
+    _unary("erf", 1, FLOAT, "y = erf x"),
+    _unary("floor", 1, FLOAT, "y = floor x"),
+    _unary("ceil", 1, FLOAT, "y = ceil x"),
+    _unary("round", 1, FLOAT, "y = x rounded half to even"),
+    _unary("sign", 1, NUMERIC, "y = -1, 0 or 1 (0 for nan)"),
+    _unary("square", 1, NUMERIC, "y = x * x"),
+    OpSchema("logical_not", 1, _X, _BOOL_OUT, (), ALL, "same", True, "out = (x == 0)"),
+    # ---- tier 1: binary, inputs pre-broadcast ----------------------------------------------
+    _binary("add", NUMERIC, "out = x + alpha * y (alpha integral for integer dtypes)",
+            (Output("out"),),
+            (Attr("alpha", "float", 1.0, scalar="integral"),)),
+    _binary("sub", NUMERIC, "out = x - alpha * y (alpha integral for integer dtypes)",
+            (Output("out"),),
+            (Attr("alpha", "float", 1.0, scalar="integral"),)),
+    _binary("mul", NUMERIC + BOOL, "out = x * y", (Output("out"),)),
+    _binary("div", FLOAT, "out = x / y (true division)", (Output("out"),)),
+    _binary("pow", FLOAT, "out = x ** y", (Output("out"),)),
+    _binary("maximum", NUMERIC, "out = max(x, y), nan if either is nan", (Output("out"),)),
+    _binary("minimum", NUMERIC, "out = min(x, y), nan if either is nan", (Output("out"),)),
+    _binary("eq", ALL, "out = x == y", _BOOL_OUT),
+    _binary("ne", ALL, "out = x != y", _BOOL_OUT),
+    _binary("lt", NUMERIC, "out = x < y", _BOOL_OUT),
+    _binary("le", NUMERIC, "out = x <= y", _BOOL_OUT),
+    _binary("gt", NUMERIC, "out = x > y", _BOOL_OUT),
+    _binary("ge", NUMERIC, "out = x >= y", _BOOL_OUT),
+    _binary("logical_and", ALL, "out = (x != 0) and (y != 0)", _BOOL_OUT),
+    _binary("logical_or", ALL, "out = (x != 0) or (y != 0)", _BOOL_OUT),
+    OpSchema("where", 1, (Input("x"), Input("y"), Input("cond", dtypes=BOOL)), (Output("out"),),
+             (), ALL, "broadcast", True,
+             "out = x where cond else y (cond last so the op's dtype is its first input's)"),
+    OpSchema("addcmul", 1, (Input("x"), Input("a"), Input("b")), (Output("out"),),
+             (Attr("value", "float", 1.0),), FLOAT, "broadcast", True, "out = x + value * a * b"),
+    OpSchema("addcdiv", 1, (Input("x"), Input("a"), Input("b")), (Output("out"),),
+             (Attr("value", "float", 1.0),), FLOAT, "broadcast", True, "out = x + value * a / b"),
+    OpSchema("lerp", 1, (Input("x"), Input("end")), (Output("out"),),
+             (Attr("weight", "float", 0.5),), FLOAT, "broadcast", True,
+             "out = x + weight * (end - x)"),
+    # ---- tier 1: elementwise backward ------------------------------------------------------
+    OpSchema("threshold_backward", 1, (Input("grad"), Input("x")), (Output("grad_x"),),
+             (Attr("threshold", "float", 0.0),), NUMERIC, "broadcast", True,
+             "grad_x = 0 where x <= threshold, else grad (relu's backward; nan x passes grad)"),
+    OpSchema("sigmoid_backward", 1, (Input("grad"), Input("y")), (Output("grad_x"),), (),
+             FLOAT, "broadcast", True, "grad_x = grad * y * (1 - y), y = sigmoid(x)"),
+    OpSchema("tanh_backward", 1, (Input("grad"), Input("y")), (Output("grad_x"),), (),
+             FLOAT, "broadcast", True, "grad_x = grad * (1 - y^2), y = tanh(x)"),
+    OpSchema("gelu_backward", 1, (Input("grad"), Input("x")), (Output("grad_x"),),
+             (_GELU_APPROX,), FLOAT, "broadcast", True, "grad_x = grad * d gelu(x) / dx"),
+    # ---- tier 1: reductions ----------------------------------------------------------------
+    _reduce("sum", NUMERIC, "sum over `axes` (empty: all); same dtype as x"),
+    _reduce("mean", FLOAT, "mean over `axes` (empty: all)"),
+    _reduce("max", NUMERIC, "max over `axes` (empty: all); nan propagates; empty axis is an error"),
+    _reduce("min", NUMERIC, "min over `axes` (empty: all); nan propagates; empty axis is an error"),
+    _reduce("prod", NUMERIC, "product over `axes` (empty: all)"),
+    OpSchema("argmax", 1, _X, (Output("index", "int64"),),
+             (Attr("axes", "ints", ()), Attr("keepdims", "bool", False)), NUMERIC, "reduce", False,
+             "index of the first maximum along the single axis in `axes` (empty: flattened)"),
+    OpSchema("argmin", 1, _X, (Output("index", "int64"),),
+             (Attr("axes", "ints", ()), Attr("keepdims", "bool", False)), NUMERIC, "reduce", False,
+             "index of the first minimum along the single axis in `axes` (empty: flattened)"),
+    # ---- tier 1: matrix products -----------------------------------------------------------
+    OpSchema("matmul", 1, (Input("a"), Input("b")), (Output("out"),), (), FLOAT, "matmul", False,
+             "out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]. All three have the same "
+             "ndim >= 2 "
+             "and equal batch dims (broadcast batch dims come as stride 0); transposes come as "
+             "strides."),
+    OpSchema("gemm", 1, (Input("a"), Input("b"), Input("c", optional=True)), (Output("out"),),
+             (Attr("alpha", "float", 1.0), Attr("beta", "float", 1.0)), FLOAT, "gemm", False,
+             "out = beta * c + alpha * (a @ b); a [M, K], b [K, N], c broadcast to [M, N] with "
+             "stride 0 (addmm)."),
+    # ---- tier 2: convolution ---------------------------------------------------------------
+    OpSchema("conv2d", 2, (Input("x"), Input("weight"), Input("bias", optional=True)),
+             (Output("y"),), _CONV_ATTRS, FLOAT, "conv2d", False,
+             "NCHW cross-correlation: x [N, C, H, W], weight [K, C/groups, R, S], bias [K]. "
+             "`algorithm` picks the kernel's method; 'auto' lets the plugin choose; a plugin "
+             "rejects a name it does not know with UD_ERR_INVALID_ARGUMENT."),
+    OpSchema("conv2d_backward_input", 2, (Input("grad_y"), Input("weight")), (Output("grad_x"),),
+             (Attr("input_shape", "ints", ()),) + _CONV_ATTRS, FLOAT, "conv2d_backward_input",
+             False, "grad_x of conv2d; input_shape is x's shape [N, C, H, W]"),
+    OpSchema("conv2d_backward_weight", 2, (Input("grad_y"), Input("x")), (Output("grad_w"),),
+             (Attr("weight_shape", "ints", ()),) + _CONV_ATTRS, FLOAT, "conv2d_backward_weight",
+             False, "grad_weight of conv2d; weight_shape is [K, C/groups, R, S]"),
+    # ---- tier 2: pooling -------------------------------------------------------------------
+    OpSchema("max_pool2d", 2, _X, (Output("y"), Output("indices", "int64")), _MAX_ATTRS, FLOAT,
+             "pool2d", False,
+             "NCHW max pooling over in-bounds positions only (padding never wins); indices are "
+             "flat positions h * W + w in each input plane; ties and all -inf windows give the "
+             "first in-bounds position in row-major window order; nan wins."),
+    OpSchema("max_pool2d_backward", 2,
+             (Input("grad_y"), Input("x"), Input("indices", dtypes=("int64",))),
+             (Output("grad_x"),), _MAX_ATTRS, FLOAT, "like_input1", False,
+             "grad_x[n, c, indices] += grad_y"),
+    OpSchema("avg_pool2d", 2, _X, _Y, _AVG_ATTRS, FLOAT, "pool2d", False,
+             "NCHW average pooling. count_include_pad: divide by the window clipped to the padded "
+             "input (H + 2*pad; ceil_mode overhang never counts); else by in-bounds elements."),
+    OpSchema("avg_pool2d_backward", 2, (Input("grad_y"), Input("x")), (Output("grad_x"),),
+             _AVG_ATTRS, FLOAT, "like_input1", False, "grad_x of avg_pool2d"),
+    OpSchema("adaptive_avg_pool2d", 2, _X, _Y, (Attr("output_size", "ints", (1, 1)),), FLOAT,
+             "adaptive_pool2d", False,
+             "NCHW; output cell i covers [floor(i*H/oh), ceil((i+1)*H/oh)) like torch"),
+    OpSchema("adaptive_avg_pool2d_backward", 2, (Input("grad_y"), Input("x")),
+             (Output("grad_x"),), (Attr("output_size", "ints", (1, 1)),), FLOAT, "like_input1",
+             False, "grad_x of adaptive_avg_pool2d"),
+    # ---- tier 2: normalization -------------------------------------------------------------
+    OpSchema("batch_norm", 2,
+             (Input("x"), Input("weight", optional=True), Input("bias", optional=True),
+              Input("running_mean", optional=True, mutated=True),
+              Input("running_var", optional=True, mutated=True)),
+             (Output("y"), Output("save_mean"), Output("save_invstd")),
+             (Attr("training", "bool", True), Attr("momentum", "float", 0.1),
+              Attr("eps", "float", 1e-5)), FLOAT, "batch_norm", False,
+             "x [N, C, ...], per-channel. training: normalize with batch stats, save_mean/"
+             "save_invstd = batch mean and 1/sqrt(biased var + eps), and update running stats in "
+             "place (running = (1-momentum)*running + momentum*stat, unbiased var). Inference: "
+             "use running stats; save_* = running_mean and 1/sqrt(running_var + eps)."),
+    OpSchema("batch_norm_backward", 2,
+             (Input("grad_y"), Input("x"), Input("weight", optional=True), Input("save_mean"),
+              Input("save_invstd")),
+             (Output("grad_x"), Output("grad_weight"), Output("grad_bias")),
+             (Attr("training", "bool", True),), FLOAT, "batch_norm_backward", False,
+             "gradients of batch_norm from its saved statistics; training=False treats mean and "
+             "invstd as constants"),
+    # ---- tier 2: softmax and losses --------------------------------------------------------
+    OpSchema("softmax", 2, _X, _Y, (Attr("axis", "int", -1),), FLOAT, "same", False,
+             "y = exp(x - max) / sum along axis"),
+    OpSchema("log_softmax", 2, _X, _Y, (Attr("axis", "int", -1),), FLOAT, "same", False,
+             "y = x - max - log(sum(exp(x - max))) along axis"),
+    OpSchema("softmax_backward", 2, (Input("grad_y"), Input("y")), (Output("grad_x"),),
+             (Attr("axis", "int", -1),), FLOAT, "same", False,
+             "grad_x = y * (grad_y - sum(grad_y * y, axis))"),
+    OpSchema("log_softmax_backward", 2, (Input("grad_y"), Input("y")), (Output("grad_x"),),
+             (Attr("axis", "int", -1),), FLOAT, "same", False,
+             "grad_x = grad_y - exp(y) * sum(grad_y, axis)"),
+    OpSchema("nll_loss", 2,
+             (Input("logp"), Input("target", dtypes=INT), Input("weight", optional=True)),
+             (Output("loss"), Output("total_weight")),
+             (_REDUCTION, Attr("ignore_index", "int", -100)), FLOAT, "nll_loss", False,
+             "logp [N, C] or [C], target [N] or []: loss_i = -weight[t_i] * logp[i, t_i] "
+             "(0 where t_i == ignore_index); total_weight = sum of the weights of non-ignored "
+             "targets (for every reduction); mean divides by it (all ignored: nan). A target "
+             "outside [0, C) other than ignore_index is an error."),
+    OpSchema("nll_loss_backward", 2,
+             (Input("grad_loss"), Input("logp"), Input("target", dtypes=INT),
+              Input("weight", optional=True), Input("total_weight")),
+             (Output("grad_logp"),), (_REDUCTION, Attr("ignore_index", "int", -100)), FLOAT,
+             "like_input1", False, "gradient of nll_loss with respect to logp"),
+    OpSchema("mse_loss", 2, (Input("x"), Input("target")), (Output("loss"),), (_REDUCTION,),
+             FLOAT, "loss", True, "(x - target)^2, reduced; target pre-broadcast to x"),
+    OpSchema("mse_loss_backward", 2, (Input("grad_loss"), Input("x"), Input("target")),
+             (Output("grad_x"),), (_REDUCTION,), FLOAT, "like_input1", False,
+             "grad_x = 2 (x - target) grad_loss (/ numel for mean); grad_loss is 0-d unless "
+             "reduction is none"),
+    # ---- tier 2: shape ops -----------------------------------------------------------------
+    OpSchema("concat", 2, (Input("tensors", variadic=True),), (Output("out"),),
+             (Attr("axis", "int", 0),), ALL, "concat", False,
+             "join along axis; every other dim equal"),
+    OpSchema("pad_constant", 2, _X, _Y,
+             (Attr("pads", "ints", ()), Attr("value", "float", 0.0, scalar="value")), ALL, "pad",
+             False,
+             "pads = (before_0, after_0, before_1, after_1, ...), 2 * ndim values, each >= 0"),
+]
+
+OPS: dict[str, OpSchema] = {op.name: op for op in _TABLE}
+assert len(OPS) == len(_TABLE), "duplicate op name"
+# every first-input dtype rule must reference known dtypes
+assert all(set(op.dtypes) <= set(ALL) for op in _TABLE)
+
+
+def get(name: str) -> OpSchema:
+    """The schema of op `name`; KeyError naming the known ops' count if unknown."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r} (the op set has {len(OPS)} ops; see "
+                       f"unidev.contract.opset.OPS)") from None
+
+
+def by_tier(tier: int) -> list[OpSchema]:
+    """Ops of exactly this tier."""
+    return [op for op in _TABLE if op.tier == tier]
+
+
+def markdown() -> str:
+    """The op set as a Markdown reference (docs/ops.md is generated from this)."""
+    lines = ["# The unidev op set", "",
+             "Generated from `unidev/contract/opset.py` (`opset.markdown()`, see "
+             "tests/test_opset.py); do not edit.",
+             "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in "
+             "place.",
+             "Attributes reach kernels positionally, in this order, defaults filled. An attribute "
+             "marked *value of the dtype* must be a finite number in an integer dtype's range "
+             "(converted toward zero), *integral of the dtype* an integer in it; unidev.ops "
+             "refuses others before any kernel runs.", ""]
+    for tier in TIERS:
+        lines += [f"## Tier {tier}", "",
+                  "| op | inputs | outputs | attributes | dtypes | semantics |",
+                  "|---|---|---|---|---|---|"]
+        for op in by_tier(tier):
+            ins = ", ".join(i.name + ("?" if i.optional else "") + ("*" if i.variadic else "")
+                            + ("!" if i.mutated else "")
+                            + (f" ({'/'.join(i.dtypes)})" if i.dtypes != "same" else "")
+                            for i in op.inputs) or "—"
+            outs = ", ".join(o.name + ("" if o.dtype == "same" else f" ({o.dtype})")
+                             for o in op.outputs)
+            attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}"
+                              + (f" ({a.scalar} of the dtype)" if a.scalar else "")
+                              for a in op.attrs) or "—"
+            doc = op.doc.replace("|", "\\|")
+            lines.append(f"| `{op.name}` | {ins} | {outs} | {attrs} | {', '.join(op.dtypes)} | "
+                         f"{doc} |")
+        lines.append("")
+    return "\n".join(lines)
