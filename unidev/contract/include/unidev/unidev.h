@@ -11,8 +11,11 @@
  * Versioning. UD_Api begins with `struct_size`, `abi_major` and `abi_minor`. A loader refuses a
  * plugin whose major differs from its own (naming both versions) and accepts any minor: new
  * fields are only ever appended, and a loader reads a field only when `struct_size` shows the
- * plugin's table is long enough to hold it. Every argument struct (UD_KernelArgs,
- * UD_DeviceProperties) also begins with `struct_size`, set by whoever fills it in.
+ * plugin's table is long enough to hold it (UD_API_HAS). struct_size is at least
+ * UD_API_SIZE_1_0; every 1.0 function pointer is non-NULL; later fields may be NULL (absent).
+ * unidev/contract/include/unidev/loader.h is the one implementation of this rule. Every
+ * argument struct (UD_KernelArgs, UD_DeviceProperties) also begins with `struct_size`, set by
+ * whoever fills it in. 1.1 added mem_device.
  *
  * Errors. Every call returns `UD_Error*`: NULL means success; anything else is an error object
  * owned by the caller, read with `error_code`/`error_message` and released with `error_destroy`
@@ -22,7 +25,9 @@
  * dereferences it unless the plugin reports `host_addressable`. Handle 0 is never a valid
  * allocation. A handle plus a byte offset inside its allocation names that byte (frameworks do
  * such arithmetic on data pointers), so plugins must accept offset handles everywhere except
- * `mem_free`, which takes the handle `mem_alloc` returned.
+ * `mem_free`, which takes the handle `mem_alloc` returned. A handle belongs to the device that
+ * allocated it; a caller holding only a handle (a framework's device-to-device copy) asks
+ * `mem_device` (1.1) which device that is, instead of trying each device in turn.
  *
  * Streams. All memory and kernel calls are enqueued on a stream and may return before the work
  * is done. Work on one stream runs in order. Errors found while validating arguments are
@@ -64,7 +69,7 @@ extern "C" {
 #endif
 
 #define UD_ABI_MAJOR 1
-#define UD_ABI_MINOR 0
+#define UD_ABI_MINOR 1
 
 /* Name of the one symbol a plugin library exports. */
 #define UD_ENTRY_POINT "unidev_get_api"
@@ -281,7 +286,25 @@ typedef struct UD_Api {
    * is the dtype of the op's first input (of its first output when it has no inputs). Sets
    * *kernel to NULL — and returns NULL — when the plugin does not implement that pair. */
   UD_Error* (*kernel_lookup)(const char* op, UD_DType dtype, UD_KernelFn* kernel);
+
+  /* ---- 1.1 (read only through UD_API_HAS) ---- */
+
+  /* Which device owns a handle: sets *device to the device whose mem_alloc returned the live
+   * allocation holding `handle` — the handle mem_alloc returned, or an offset handle inside it
+   * (base <= handle < base + size; a 0-byte allocation holds only its base). Returns
+   * UD_ERR_UNKNOWN_HANDLE when none does: mem_free already called on it, never allocated, or 0.
+   * Synchronous, enqueues nothing, safe from any thread. */
+  UD_Error* (*mem_device)(UD_Handle handle, int32_t* device);
 } UD_Api;
+
+/* Table sizes per ABI version (PJRT style): struct_size >= UD_API_SIZE_1_1 holds mem_device. */
+#define UD_API_SIZE_1_0 (offsetof(UD_Api, kernel_lookup) + sizeof(void*))
+#define UD_API_SIZE_1_1 (offsetof(UD_Api, mem_device) + sizeof(void*))
+
+/* Whether a plugin's table holds `field` (it is inside struct_size) and sets it (non-NULL). */
+#define UD_API_HAS(api, field)                                                       \
+  ((api)->struct_size >= offsetof(UD_Api, field) + sizeof((api)->field) &&          \
+   (api)->field != NULL)
 
 /* The one exported symbol. The table is static: valid for the life of the library. */
 typedef const UD_Api* (*UD_GetApiFn)(void);
