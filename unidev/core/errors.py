@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..contract import errors as _vocabulary
+
 __all__ = [
     "UnidevError", "InvalidArgumentError", "DeviceOutOfMemoryError", "OutOfBoundsError",
     "UnknownHandleError", "UnsupportedError", "DeviceError", "InternalError", "PluginLoadError",
@@ -27,7 +29,7 @@ class OutOfBoundsError(UnidevError, IndexError):
     code = 3
 
 
-class UnknownHandleError(UnidevError):
+class UnknownHandleError(UnidevError, ValueError):
     code = 4
 
 
@@ -51,9 +53,19 @@ class AbiMismatchError(PluginLoadError):
     code = 101
 
 
-_BY_CODE = {cls.code: cls for cls in (
-    InvalidArgumentError, DeviceOutOfMemoryError, OutOfBoundsError, UnknownHandleError,
-    UnsupportedError, DeviceError, InternalError, PluginLoadError, AbiMismatchError)}
+def _build() -> dict[int, type[UnidevError]]:
+    # the contract's table decides the class of each code; the classes only have to exist
+    by_code: dict[int, type[UnidevError]] = {}
+    for e in _vocabulary.ERRORS:
+        cls = globals()[e.exception]
+        kind = _vocabulary.KINDS_BY_NAME[e.kind].python
+        assert issubclass(cls, kind) and cls.code in (e.code, -1), (e, cls)
+        by_code[e.code] = cls
+    by_code.update({c.code: c for c in (PluginLoadError, AbiMismatchError)})
+    return by_code
+
+
+_BY_CODE = _build()
 
 
 def from_code(code: int, message: str) -> UnidevError:
