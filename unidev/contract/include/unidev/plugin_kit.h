@@ -26,19 +26,17 @@ extern "C" {
 #define UD_KIT_MAX_DIMS 16
 
 /* ---- errors ---------------------------------------------------------------------------------
- * The kit's error object: a code and a message in one allocation. */
+ * The kit's error object: a code and a message in one allocation (the text follows the struct;
+ * a pointer, not a flexible array member, so the header is also ISO C++). */
 struct UD_Error {
   UD_ErrorCode code;
-  char message[];
+  const char* message;
 };
 
 /* Returned when the host cannot even allocate the error message; never freed. */
 static inline UD_Error* ud_kit_host_oom_error(void) {
-  static struct {
-    UD_ErrorCode code;
-    char message[40];
-  } oom = {UD_ERR_OUT_OF_MEMORY, "out of host memory"};
-  return (UD_Error*)&oom;
+  static UD_Error oom = {UD_ERR_OUT_OF_MEMORY, "out of host memory"};
+  return &oom;
 }
 
 static inline UD_Error* ud_kit_error(UD_ErrorCode code, const char* fmt, ...) {
@@ -49,9 +47,11 @@ static inline UD_Error* ud_kit_error(UD_ErrorCode code, const char* fmt, ...) {
   if (n < 0) n = 0;
   UD_Error* e = (UD_Error*)malloc(sizeof(UD_Error) + (size_t)n + 1);
   if (!e) return ud_kit_host_oom_error();
+  char* text = (char*)(e + 1);
   e->code = code;
+  e->message = text;
   va_start(ap, fmt);
-  vsnprintf(e->message, (size_t)n + 1, fmt, ap);
+  vsnprintf(text, (size_t)n + 1, fmt, ap);
   va_end(ap);
   return e;
 }
