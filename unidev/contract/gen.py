@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
-from . import dtypes, opset
+from . import dtypes, errors, opset
 
-__all__ = ["header", "HEADER_PATH", "ERROR_KINDS", "error_kinds", "main"]
+__all__ = ["header", "HEADER_PATH", "KINDS", "error_kinds", "main"]
 
 HEADER_PATH = Path(__file__).resolve().parent / "include" / "unidev" / "ops.h"
 
-KINDS = ("VALUE", "INDEX", "NOT_IMPLEMENTED", "MEMORY", "RUNTIME")
-
-# interfaces.md §1's table, used only while unidev/contract/errors.py does not exist yet
-ERROR_KINDS: dict[str, str] = {
-    "INVALID_ARGUMENT": "VALUE", "OUT_OF_MEMORY": "MEMORY", "OUT_OF_BOUNDS": "INDEX",
-    "UNKNOWN_HANDLE": "VALUE", "UNSUPPORTED": "NOT_IMPLEMENTED", "NOT_READY": "RUNTIME",
-    "DEVICE": "RUNTIME", "INTERNAL": "RUNTIME",
-}
+KINDS = tuple(k.name for k in errors.KIND_TABLE)
 
 _CODES = {0: "UD_DTYPE_INT", 1: "UD_DTYPE_UINT", 2: "UD_DTYPE_FLOAT", 4: "UD_DTYPE_BFLOAT",
           6: "UD_DTYPE_BOOL"}
@@ -33,21 +25,8 @@ _RESERVED = {"UD_ATTR_INT", "UD_ATTR_FLOAT", "UD_ATTR_BOOL", "UD_ATTR_STRING", "
 
 
 def error_kinds() -> dict[str, str]:
-    """UD_ERR_* suffix -> exception kind, from unidev/contract/errors.py once it exists."""
-    try:
-        mod = importlib.import_module("unidev.contract.errors")
-    except ModuleNotFoundError as e:
-        if e.name != "unidev.contract.errors":
-            raise
-        return dict(ERROR_KINDS)
-    table = getattr(mod, "KINDS", None) or mod.ERROR_KINDS
-    out = {}
-    for code, kind in dict(table).items():
-        name = code if isinstance(code, str) else code.name
-        name = name.removeprefix("UD_ERR_")
-        kind = kind if isinstance(kind, str) else kind.name
-        out[name] = kind.upper()
-    return out
+    """UD_ERR_* suffix -> exception kind, from unidev/contract/errors.py."""
+    return {e.name: e.kind for e in errors.ERRORS}
 
 
 def _id(name: str) -> str:
