@@ -1,13 +1,18 @@
-/* plugin_kit.h — optional header-only helpers for plugin authors (errors, descriptors, strides).
+/* plugin_kit.h — optional header-only helpers for plugin authors (errors, signatures, strides).
  *
  * Nothing here is part of the contract; a plugin may ignore it. Include it in exactly the
- * translation units that need it: every function is `static inline`.
+ * translation units that need it: every function is `static inline`. It includes the generated
+ * ops.h (op ids, signatures, the dtype table).
  *
- *   #include <unidev/unidev.h>
  *   #include <unidev/plugin_kit.h>
  *   ... api.error_code = ud_kit_error_code; api.error_message = ud_kit_error_message;
  *       api.error_destroy = ud_kit_error_destroy;
- *   return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "add: input 'y' has dtype %s, expected %s", ...);
+ *   static UD_Error* add_f32(const UD_KernelArgs* a) {
+ *     UD_KIT_TRY(ud_kit_check_signature(UD_OP_ADD, a));      // counts, attrs, every tensor
+ *     const UD_Tensor* y = &a->inputs[UD_IN_ADD_Y];
+ *     UD_KIT_REQUIRE(ud_kit_dtype_eq(y->dtype, a->inputs[0].dtype), UD_ERR_INVALID_ARGUMENT,
+ *                    "add: 'y' has dtype %s, expected %s", ...);
+ *     double alpha = ud_kit_attr_float(a, UD_ATTR_ADD_ALPHA); ...
  */
 #ifndef UNIDEV_PLUGIN_KIT_H_
 #define UNIDEV_PLUGIN_KIT_H_
@@ -17,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "unidev.h"
 
 #ifdef __cplusplus
@@ -56,6 +62,19 @@ static inline UD_Error* ud_kit_error(UD_ErrorCode code, const char* fmt, ...) {
   return e;
 }
 
+/* Return the UD_Error* that `expr` evaluates to when it is non-NULL. */
+#define UD_KIT_TRY(expr)                 \
+  do {                                   \
+    UD_Error* ud_kit_try_e_ = (expr);    \
+    if (ud_kit_try_e_) return ud_kit_try_e_; \
+  } while (0)
+
+/* Unless `cond`, return ud_kit_error(code, fmt, ...); the message starts with the op name. */
+#define UD_KIT_REQUIRE(cond, code, ...)                         \
+  do {                                                          \
+    if (!(cond)) return ud_kit_error((code), __VA_ARGS__);      \
+  } while (0)
+
 static inline UD_ErrorCode ud_kit_error_code(const UD_Error* e) { return e ? e->code : UD_OK; }
 static inline const char* ud_kit_error_message(const UD_Error* e) { return e ? e->message : ""; }
 static inline void ud_kit_error_destroy(UD_Error* e) {
@@ -73,18 +92,8 @@ static inline int ud_kit_dtype_eq(UD_DType a, UD_DType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
 
-static inline const char* ud_kit_dtype_name(UD_DType d) {
-  if (d.lanes != 1) return "vector";
-  switch (d.code) {
-    case UD_DTYPE_FLOAT:
-      return d.bits == 32 ? "float32" : d.bits == 64 ? "float64" : d.bits == 16 ? "float16" : "float?";
-    case UD_DTYPE_BFLOAT: return d.bits == 16 ? "bfloat16" : "bfloat?";
-    case UD_DTYPE_INT: return d.bits == 32 ? "int32" : d.bits == 64 ? "int64" : "int?";
-    case UD_DTYPE_UINT: return d.bits == 8 ? "uint8" : "uint?";
-    case UD_DTYPE_BOOL: return "bool";
-    default: return "unknown";
-  }
-}
+/* old name of ops.h's ud_dtype_name */
+static inline const char* ud_kit_dtype_name(UD_DType d) { return ud_dtype_name(d); }
 
 static inline int64_t ud_kit_itemsize(UD_DType d) { return (int64_t)(d.bits / 8) * d.lanes; }
 
@@ -174,6 +183,148 @@ static inline UD_Error* ud_kit_check_same_shape(const char* op, const char* arg,
                         "%s: '%s' shape does not match the output's (ndim %d vs %d); elementwise "
                         "inputs must arrive broadcast to the output shape",
                         op, arg, t->ndim, ref->ndim);
+  return NULL;
+}
+
+/* ---- signatures -----------------------------------------------------------------------------
+ * Writes the dtype names of `mask` ("float32, float64") to buf; returns buf. */
+static inline const char* ud_kit_dtype_mask_names(uint32_t mask, char* buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < UD_DT_COUNT && used + 1 < n; i++) {
+    if (!(mask & (1u << i))) continue;
+    int w = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", ud_dtype_id_name(i));
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  return buf;
+}
+
+/* `t`'s dtype must be one of `mask` (UD_DTM_*); *id (if not NULL) receives its UD_DTypeId. */
+static inline UD_Error* ud_kit_check_dtype_in(const char* op, const char* arg, const UD_Tensor* t,
+                                              uint32_t mask, int* id) {
+  const int d = ud_dtype_id(t->dtype);
+  if (d < 0 || !(mask & (1u << d))) {
+    char names[128];
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: '%s' has dtype %s, expected one of %s", op,
+                        arg, ud_dtype_name(t->dtype), ud_kit_dtype_mask_names(mask, names,
+                                                                              sizeof names));
+  }
+  if (id) *id = d;
+  return NULL;
+}
+
+static inline const char* ud_kit_attr_type_name(int type) {
+  switch (type) {
+    case UD_ATTR_INT: return "int";
+    case UD_ATTR_FLOAT: return "float";
+    case UD_ATTR_BOOL: return "bool";
+    case UD_ATTR_STRING: return "str";
+    case UD_ATTR_INTS: return "ints";
+    default: return "unknown";
+  }
+}
+
+/* The op set's name for input i of a call: "x", or "tensors[2]" inside a variadic input. Only
+ * the error paths call this. */
+static inline const char* ud_kit_input_name(const UD_OpInfo* o, int32_t num_inputs, int i,
+                                            char* buf, size_t n) {
+  const int v = o->variadic_input, extra = num_inputs - o->num_inputs;
+  if (v < 0 || i < v) return o->input_names[i];
+  if (i > v + extra) return o->input_names[i - extra];
+  snprintf(buf, n, "%s[%d]", o->input_names[v], i - v);
+  return buf;
+}
+
+/* Checks a call's arguments against op `op`'s signature in ops.h (a UD_OpId): the struct, the
+ * input/output/attribute counts and arrays, each attribute's type and name (a NULL name is not
+ * checked) in op-set order, string and ints values, every present tensor through
+ * ud_kit_check_tensor, and that only optional inputs are absent (ndim -1). Not dtypes, devices
+ * or shapes: the kernel checks those. Formats nothing and allocates nothing on success. */
+static inline UD_Error* ud_kit_check_signature(int op, const UD_KernelArgs* a) {
+  const UD_OpInfo* o = ud_op_info(op);
+  if (!o)
+    return ud_kit_error(UD_ERR_INTERNAL, "ud_kit_check_signature: op id %d, expected 0..%d", op,
+                        UD_OP_COUNT - 1);
+  const char* name = o->name;
+  if (!a) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: kernel arguments are NULL", name);
+  if (a->struct_size < sizeof(UD_KernelArgs))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: UD_KernelArgs.struct_size = %zu, expected >= %zu", name,
+                        a->struct_size, sizeof(UD_KernelArgs));
+  const int variadic = o->variadic_input >= 0;
+  if (variadic ? a->num_inputs < o->num_inputs : a->num_inputs != o->num_inputs)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d inputs, expected %s%d", name,
+                        (int)a->num_inputs, variadic ? "at least " : "", (int)o->num_inputs);
+  if (a->num_outputs != o->num_outputs)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d outputs, expected %d", name,
+                        (int)a->num_outputs, (int)o->num_outputs);
+  if (a->num_attrs != o->num_attrs)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d attributes, expected %d", name,
+                        (int)a->num_attrs, (int)o->num_attrs);
+  if ((a->num_inputs > 0 && !a->inputs) || (a->num_outputs > 0 && !a->outputs) ||
+      (a->num_attrs > 0 && !a->attrs))
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                        "%s: NULL %s array, expected %d entries", name,
+                        a->num_inputs > 0 && !a->inputs     ? "inputs"
+                        : a->num_outputs > 0 && !a->outputs ? "outputs"
+                                                            : "attrs",
+                        a->num_inputs > 0 && !a->inputs     ? (int)a->num_inputs
+                        : a->num_outputs > 0 && !a->outputs ? (int)a->num_outputs
+                                                            : (int)a->num_attrs);
+  for (int k = 0; k < o->num_attrs; k++) {
+    const UD_Attr* at = &a->attrs[k];
+    const UD_AttrInfo* want = &o->attrs[k];
+    if (at->name && at->name != want->name && strcmp(at->name, want->name) != 0)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: attribute %d is '%s', expected '%s' (attributes come in op-set "
+                          "order)", name, k, at->name, want->name);
+    if (at->type != want->type)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: attribute '%s' has type %s, expected %s", name, want->name,
+                          ud_kit_attr_type_name(at->type), ud_kit_attr_type_name(want->type));
+    if (at->type == UD_ATTR_STRING && !at->value.s)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: attribute '%s' is a NULL string, expected a NUL-terminated string",
+                          name, want->name);
+    if (at->type == UD_ATTR_INTS && (at->value.ints.len < 0 ||
+                                     (at->value.ints.len > 0 && !at->value.ints.data)))
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: attribute '%s' has len %lld and %s data, expected len >= 0 and "
+                          "data for every value", name, want->name,
+                          (long long)at->value.ints.len, at->value.ints.data ? "non-NULL" : "NULL");
+  }
+  const int extra = a->num_inputs - o->num_inputs;
+  for (int i = 0; i < a->num_inputs; i++) {
+    const UD_Tensor* t = &a->inputs[i];
+    const int declared = !variadic || i < o->variadic_input ? i
+                         : i > o->variadic_input + extra    ? i - extra
+                                                            : o->variadic_input;
+    if (t->ndim == -1) {
+      if (o->optional_inputs & (1u << declared) && declared != o->variadic_input) continue;
+      char buf[64];
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: input '%s' is absent (ndim -1), expected a tensor (it is not "
+                          "optional)", name, ud_kit_input_name(o, a->num_inputs, i, buf,
+                                                               sizeof buf));
+    }
+    UD_Error* e = ud_kit_check_tensor(name, o->input_names[declared], t);
+    if (e && declared == o->variadic_input && variadic) {
+      /* name the element, not the variadic input: only now is formatting worth it */
+      char buf[64];
+      ud_kit_error_destroy(e);
+      e = ud_kit_check_tensor(name, ud_kit_input_name(o, a->num_inputs, i, buf, sizeof buf), t);
+    }
+    if (e) return e;
+  }
+  for (int i = 0; i < a->num_outputs; i++) {
+    const UD_Tensor* t = &a->outputs[i];
+    if (t->ndim == -1)
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
+                          "%s: output '%s' is absent (ndim -1), expected a tensor", name,
+                          o->output_names[i]);
+    UD_KIT_TRY(ud_kit_check_tensor(name, o->output_names[i], t));
+  }
   return NULL;
 }
 
