@@ -146,6 +146,9 @@ int main(void) {
   good(&c, UD_OP_CONCAT, 4); c.in[2].shape = bad_shape; run("concat_bad_element", UD_OP_CONCAT, &c);
   good(&c, UD_OP_CONCAT, 4); c.in[3].ndim = -1; run("concat_absent_element", UD_OP_CONCAT, &c);
   good(&c, UD_OP_FILL, 0); run("fill_no_inputs", UD_OP_FILL, &c);
+  good(&c, UD_OP_FILL, 1); run("fill_one_input", UD_OP_FILL, &c);
+  good(&c, UD_OP_COPY, 1); c.a.num_attrs = 2; run("copy_attrs", UD_OP_COPY, &c);
+  good(&c, UD_OP_CONV2D, 3); c.a.num_attrs = 4; run("conv2d_attrs", UD_OP_CONV2D, &c);
   good(&c, UD_OP_FILL, 0); c.a.inputs = NULL; run("fill_null_inputs_ok", UD_OP_FILL, &c);
 
   good(&c, UD_OP_ADD, 2);
@@ -202,13 +205,17 @@ def test_success_formats_and_allocates_nothing(results):
     ("bad_op_id", INTERNAL,
      f"ud_kit_check_signature: op id {len(opset.OPS)}, expected 0..{len(opset.OPS) - 1}"),
     ("struct_size", INVALID, "add: UD_KernelArgs.struct_size = 8, expected >= "),
-    ("too_few_inputs", INVALID, "add: 1 inputs, expected 2"),
-    ("too_many_inputs", INVALID, "add: 3 inputs, expected 2"),
-    ("outputs", INVALID, "add: 2 outputs, expected 1"),
-    ("attr_count", INVALID, "add: 0 attributes, expected 1"),
+    ("too_few_inputs", INVALID, "add: 1 inputs, expected 2 (x, y)"),
+    ("too_many_inputs", INVALID, "add: 3 inputs, expected 2 (x, y)"),
+    ("outputs", INVALID, "add: 2 outputs, expected 1 (out)"),
+    ("attr_count", INVALID, "add: 0 attributes, expected 1 (alpha)"),
     ("null_inputs", INVALID, "add: NULL inputs array, expected 2 entries"),
     ("null_outputs", INVALID, "add: NULL outputs array, expected 1 entries"),
     ("null_attrs", INVALID, "add: NULL attrs array, expected 1 entries"),
+    ("fill_one_input", INVALID, "fill: 1 inputs, expected 0$"),
+    ("copy_attrs", INVALID, "copy: 2 attributes, expected 0$"),
+    ("conv2d_attrs", INVALID,
+     "conv2d: 4 attributes, expected 5 (stride, padding, dilation, groups, algorithm)"),
     ("attr_type", INVALID, "add: attribute 'alpha' has type int, expected float"),
     ("attr_name", INVALID, "add: attribute 0 is 'beta', expected 'alpha'"),
     ("attr_order", INVALID, "conv2d: attribute 0 is 'padding', expected 'stride'"),
@@ -223,7 +230,7 @@ def test_success_formats_and_allocates_nothing(results):
     ("absent_required", INVALID, "conv2d: input 'weight' is absent (ndim -1), expected a tensor"),
     ("absent_output", INVALID, "conv2d: output 'y' is absent (ndim -1), expected a tensor"),
     ("bad_output", INVALID, "max_pool2d: 'indices' shape[1] = -1"),
-    ("concat_none", INVALID, "concat: 0 inputs, expected at least 1"),
+    ("concat_none", INVALID, "concat: 0 inputs, expected at least 1 (tensors)"),
     ("concat_bad_element", INVALID, "concat: 'tensors[2]' shape[1] = -1"),
     ("concat_absent_element", INVALID, "concat: input 'tensors[3]' is absent"),
     ("dtype_in_bad", INVALID, "add: 'x' has dtype int32, expected one of float32, float64"),
@@ -231,9 +238,12 @@ def test_success_formats_and_allocates_nothing(results):
      "mul: 'y' has dtype unknown, expected one of float32, float64, int32, int64, bool"),
     ("try_ok_require_fails", UNSUPPORTED, "add: flag = 0, expected 1"),
     ("try_ok_require_ok", 0, ""),
-    ("try_returns", INVALID, "add: 5 inputs, expected 2"),
+    ("try_returns", INVALID, "add: 5 inputs, expected 2 (x, y)"),
 ])
 def test_bad_calls_name_op_and_argument(results, case, code, msg):
     got_code, got_msg = results[case]
     assert got_code == code, (case, got_msg)
-    assert got_msg.startswith(msg) if msg else got_msg == "", (case, got_msg)
+    if msg.endswith("$") or not msg:  # the whole message
+        assert got_msg == msg.rstrip("$"), (case, got_msg)
+    else:
+        assert got_msg.startswith(msg), (case, got_msg)

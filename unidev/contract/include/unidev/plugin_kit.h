@@ -225,6 +225,20 @@ static inline const char* ud_kit_attr_type_name(int type) {
   }
 }
 
+/* "x, y" from n names (`attrs` given: their names instead); for error messages only. */
+static inline const char* ud_kit_join_names(const char* const* names, const UD_AttrInfo* attrs,
+                                            int n, char* buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used + 1 < size; i++) {
+    int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                     attrs ? attrs[i].name : names[i]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  return buf;
+}
+
 /* The op set's name for input i of a call: "x", or "tensors[2]" inside a variadic input. Only
  * the error paths call this. */
 static inline const char* ud_kit_input_name(const UD_OpInfo* o, int32_t num_inputs, int i,
@@ -253,15 +267,24 @@ static inline UD_Error* ud_kit_check_signature(int op, const UD_KernelArgs* a) {
                         "%s: UD_KernelArgs.struct_size = %zu, expected >= %zu", name,
                         a->struct_size, sizeof(UD_KernelArgs));
   const int variadic = o->variadic_input >= 0;
+  char names[256];
+  /* counts name what was expected: "add: 1 inputs, expected 2 (x, y)" */
   if (variadic ? a->num_inputs < o->num_inputs : a->num_inputs != o->num_inputs)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d inputs, expected %s%d", name,
-                        (int)a->num_inputs, variadic ? "at least " : "", (int)o->num_inputs);
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d inputs, expected %s%d%s%s%s", name,
+                        (int)a->num_inputs, variadic ? "at least " : "", (int)o->num_inputs,
+                        o->num_inputs ? " (" : "",
+                        ud_kit_join_names(o->input_names, NULL, o->num_inputs, names,
+                                          sizeof names), o->num_inputs ? ")" : "");
   if (a->num_outputs != o->num_outputs)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d outputs, expected %d", name,
-                        (int)a->num_outputs, (int)o->num_outputs);
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d outputs, expected %d (%s)", name,
+                        (int)a->num_outputs, (int)o->num_outputs,
+                        ud_kit_join_names(o->output_names, NULL, o->num_outputs, names,
+                                          sizeof names));
   if (a->num_attrs != o->num_attrs)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d attributes, expected %d", name,
-                        (int)a->num_attrs, (int)o->num_attrs);
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d attributes, expected %d%s%s%s", name,
+                        (int)a->num_attrs, (int)o->num_attrs, o->num_attrs ? " (" : "",
+                        ud_kit_join_names(NULL, o->attrs, o->num_attrs, names, sizeof names),
+                        o->num_attrs ? ")" : "");
   if ((a->num_inputs > 0 && !a->inputs) || (a->num_outputs > 0 && !a->outputs) ||
       (a->num_attrs > 0 && !a->attrs))
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
