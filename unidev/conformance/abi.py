@@ -1,5 +1,7 @@
-"""A ctypes mirror of unidev.h, so the suite can read a plugin's table and call it without the
-binding's own checks (the adapters call kernels that way, so the plugin must validate itself)."""
+"""Raw calls into a plugin's table past the binding's checks, through unidev.contract.abi."""
+
+# The adapters call kernels that way, so the plugin must validate itself; the ctypes structs
+# are unidev.contract.abi's (the one mirror of unidev.h), re-exported here for the suite.
 
 from __future__ import annotations
 
@@ -8,96 +10,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import dtypes
+from ..contract.abi import (
+    API_FUNCTIONS,
+    ERROR_CODES,
+    SIZE_1_0,
+    SIZE_1_1,
+    SIZES,
+    ApiTable,
+    Attr,
+    DeviceProperties,
+    DeviceRef,
+    DType,
+    KernelArgs,
+    KernelFn,
+    Tensor,
+    _Ints,
+    covers,
+    has,
+)
 
-__all__ = ["Api", "RawTensor", "Raw", "API_FUNCTIONS", "ERROR_CODES"]
+__all__ = ["Api", "RawTensor", "Raw", "PluginError", "API_FUNCTIONS", "ERROR_CODES", "ApiTable",
+           "SIZE_1_0", "SIZE_1_1", "SIZES", "Attr", "DeviceProperties", "DeviceRef", "DType",
+           "KernelArgs", "KernelFn", "Tensor", "covers", "has"]
 
-ERROR_CODES = {0: "OK", 1: "INVALID_ARGUMENT", 2: "OUT_OF_MEMORY", 3: "OUT_OF_BOUNDS",
-               4: "UNKNOWN_HANDLE", 5: "UNSUPPORTED", 6: "NOT_READY", 7: "DEVICE", 8: "INTERNAL"}
-
-_ERR = C.c_void_p  # UD_Error*
 _H = C.c_uint64
-
-
-class DType(C.Structure):
-    _fields_ = [("code", C.c_uint8), ("bits", C.c_uint8), ("lanes", C.c_uint16)]
-
-
-class DeviceRef(C.Structure):
-    _fields_ = [("device_type", C.c_int32), ("device_id", C.c_int32)]
-
-
-class Tensor(C.Structure):
-    _fields_ = [("handle", _H), ("device", DeviceRef), ("ndim", C.c_int32), ("dtype", DType),
-                ("shape", C.POINTER(C.c_int64)), ("strides", C.POINTER(C.c_int64)),
-                ("byte_offset", C.c_uint64)]
-
-
-class _Ints(C.Structure):
-    _fields_ = [("data", C.POINTER(C.c_int64)), ("len", C.c_int64)]
-
-
-class _AttrValue(C.Union):
-    _fields_ = [("i", C.c_int64), ("f", C.c_double), ("b", C.c_int32), ("s", C.c_char_p),
-                ("ints", _Ints)]
-
-
-class Attr(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("type", C.c_int), ("value", _AttrValue)]
-
-
-class KernelArgs(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("device", C.c_int32), ("stream", C.c_void_p),
-                ("inputs", C.POINTER(Tensor)), ("num_inputs", C.c_int32),
-                ("outputs", C.POINTER(Tensor)), ("num_outputs", C.c_int32),
-                ("attrs", C.POINTER(Attr)), ("num_attrs", C.c_int32)]
-
-
-class DeviceProperties(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("name", C.c_char * 64),
-                ("total_memory", C.c_uint64), ("compute_units", C.c_int32),
-                ("vector_width", C.c_int32), ("host_addressable", C.c_int32),
-                ("capabilities", C.c_uint32)]
-
-
-KernelFn = C.CFUNCTYPE(_ERR, C.POINTER(KernelArgs))
-_P = C.c_void_p
-# (name, restype, argtypes) in the order of UD_Api, after the five header fields
-API_FUNCTIONS: list[tuple[str, object, list]] = [
-    ("error_code", C.c_int, [_ERR]),
-    ("error_message", C.c_char_p, [_ERR]),
-    ("error_destroy", None, [_ERR]),
-    ("device_count", _ERR, [C.POINTER(C.c_int32), C.POINTER(C.c_char_p)]),
-    ("device_properties", _ERR, [C.c_int32, C.POINTER(DeviceProperties)]),
-    ("device_memory_info", _ERR, [C.c_int32, C.POINTER(C.c_uint64), C.POINTER(C.c_uint64)]),
-    ("device_synchronize", _ERR, [C.c_int32]),
-    ("mem_alloc", _ERR, [C.c_int32, _P, C.c_uint64, C.POINTER(_H)]),
-    ("mem_free", _ERR, [C.c_int32, _P, _H]),
-    ("memcpy_h2d", _ERR, [_P, _H, _P, C.c_uint64]),
-    ("memcpy_d2h", _ERR, [_P, _P, _H, C.c_uint64]),
-    ("memcpy_d2d", _ERR, [_P, _H, _H, C.c_uint64]),
-    ("memset", _ERR, [_P, _H, C.c_uint64, C.c_uint32, C.c_uint64]),
-    ("stream_create", _ERR, [C.c_int32, C.POINTER(_P)]),
-    ("stream_destroy", _ERR, [_P]),
-    ("stream_synchronize", _ERR, [_P]),
-    ("stream_query", _ERR, [_P, C.POINTER(C.c_int32)]),
-    ("stream_wait_event", _ERR, [_P, _P]),
-    ("event_create", _ERR, [C.c_int32, C.POINTER(_P)]),
-    ("event_destroy", _ERR, [_P]),
-    ("event_record", _ERR, [_P, _P]),
-    ("event_query", _ERR, [_P, C.POINTER(C.c_int32)]),
-    ("event_synchronize", _ERR, [_P]),
-    ("event_elapsed", _ERR, [_P, _P, C.POINTER(C.c_double)]),
-    ("kernel_lookup", _ERR, [C.c_char_p, DType, C.POINTER(C.c_void_p)]),
-]
-
-
-class ApiTable(C.Structure):
-    _fields_ = [("struct_size", C.c_size_t), ("abi_major", C.c_int32), ("abi_minor", C.c_int32),
-                ("plugin_name", C.c_char_p), ("plugin_version", C.c_char_p)] + [
-        (name, C.c_void_p) for name, _, _ in API_FUNCTIONS]
-
-
-SIZE_1_0 = C.sizeof(ApiTable)  # the table as ABI 1.0 defines it
 
 
 class PluginError(Exception):
@@ -118,21 +54,22 @@ class Api:
     def __init__(self, address: int) -> None:
         self.table = ApiTable.from_address(address)
         self._fns: dict[str, object] = {}
-        for name, res, args in API_FUNCTIONS:
-            ptr = getattr(self.table, name)
-            if ptr:
-                self._fns[name] = C.CFUNCTYPE(res, *args)(ptr)
+        for name, res, args, _ in API_FUNCTIONS:
+            if has(self.table, name):  # never reads past the plugin's struct_size
+                self._fns[name] = C.CFUNCTYPE(res, *args)(getattr(self.table, name))
 
     def has(self, name: str) -> bool:
         return name in self._fns
 
     def missing(self) -> list[str]:
-        return [name for name, _, _ in API_FUNCTIONS if name not in self._fns]
+        """The required (ABI 1.0) functions the table leaves NULL."""
+        return [name for name, _, _, minor in API_FUNCTIONS if minor == 0 and name not in self._fns]
 
     def call(self, name: str, *args) -> None:
         """Call `name`; raise PluginError (with the plugin's code and message) on an error."""
         if name not in self._fns:
-            raise PluginError(name, 5, "the plugin's table leaves this function NULL")
+            raise PluginError(name, 5, "the plugin's table leaves this function NULL (or its "
+                              "struct_size ends before it)")
         self.check(name, self._fns[name](*args))
 
     def check(self, name: str, err) -> None:
@@ -176,6 +113,11 @@ class Api:
         fn = C.c_void_p()
         self.call("kernel_lookup", op.encode(), DType(code, bits, 1), C.byref(fn))
         return KernelFn(fn.value) if fn.value else None
+
+    def mem_device(self, handle: int) -> int:
+        device = C.c_int32(-1)
+        self.call("mem_device", handle, C.byref(device))
+        return device.value
 
     def elapsed(self, start: int, end: int) -> float:
         ms = C.c_double(0.0)

@@ -22,6 +22,16 @@ def test_plugin_loads(unidev_target) -> None:
         f"plugin {unidev_target.name!r} is {rec.status}: {rec.error}")
 
 
+def test_abi_mirror_matches_the_header() -> None:
+    """unidev.contract.abi's table sizes are the C header's (unidev._C is compiled with it)."""
+    for name, mirror, header in (("UD_API_SIZE_1_0", abi.SIZE_1_0, _C.API_SIZE_1_0),
+                                 ("UD_API_SIZE_1_1", abi.SIZE_1_1, _C.API_SIZE_1_1),
+                                 ("sizeof(UD_Api)", ctypes.sizeof(abi.ApiTable), _C.API_SIZE)):
+        assert mirror == header, f"the ctypes mirror says {name} = {mirror}, unidev.h {header}"
+    assert abi.SIZES[(_C.ABI_MAJOR, _C.ABI_MINOR)] == _C.API_SIZE, (
+        f"the mirror has no size for this unidev's ABI {_C.ABI_MAJOR}.{_C.ABI_MINOR}")
+
+
 def test_abi_version(unidev_usable) -> None:
     table = unidev_usable.api.table
     assert table.abi_major == _C.ABI_MAJOR, (
@@ -30,6 +40,12 @@ def test_abi_version(unidev_usable) -> None:
     assert table.struct_size >= abi.SIZE_1_0, (
         f"UD_Api.struct_size {table.struct_size} is smaller than the ABI 1.0 table "
         f"({abi.SIZE_1_0} bytes)")
+    # a table claiming minor m holds every field of 1.m (a newer minor: at least ours)
+    known = [m for (major, m) in abi.SIZES if major == table.abi_major and m <= table.abi_minor]
+    need = abi.SIZES[(table.abi_major, max(known))] if known else abi.SIZE_1_0
+    assert table.struct_size >= need, (
+        f"UD_Api says ABI {table.abi_major}.{table.abi_minor} but its struct_size "
+        f"{table.struct_size} is smaller than that version's table ({need} bytes)")
 
 
 def test_table_complete(unidev_usable) -> None:

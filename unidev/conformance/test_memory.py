@@ -1,11 +1,13 @@
-"""Memory group: alloc/free, copies in every direction, memset, alignment, zero-size, large
-allocations and out-of-memory, all through the binding (unidev._C.Library)."""
+"""Memory group: alloc/free, copies, memset, alignment, zero-size, large, OOM, mem_device."""
+
+# All through the binding (unidev._C.Library), except mem_device: through the raw table.
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from unidev.conformance import abi
 from unidev.core.errors import DeviceOutOfMemoryError, UnidevError
 
 _LARGE = 64 << 20
@@ -158,3 +160,56 @@ def test_memory_info_tracks_allocations(mem) -> None:
     lib.synchronize(dev)
     free2, _ = lib.memory_info(dev)
     assert free2 >= free1, "free memory did not come back after free + synchronize"
+
+
+def _unknown(api: abi.Api, handle: int, what: str) -> None:
+    try:
+        device = api.mem_device(handle)
+    except abi.PluginError as exc:
+        assert exc.code_name == "UNKNOWN_HANDLE", (
+            f"mem_device({what}) failed with {exc.code_name}, expected UNKNOWN_HANDLE: {exc}")
+        assert exc.message.strip(), f"mem_device({what}): error without a message"
+    else:
+        raise AssertionError(f"mem_device({what}) says device {device}, expected UNKNOWN_HANDLE")
+
+
+def test_mem_device(unidev_usable, mem) -> None:
+    """ABI 1.1: mem_device names the allocating device for a handle and any offset inside it,
+    and refuses freed, never-allocated and 0 handles."""
+    t = unidev_usable
+    lib, dev, alloc = mem
+    api = t.api
+    if not api.has("mem_device"):
+        pytest.skip(f"plugin {t.name!r} has no mem_device (ABI {api.table.abi_major}."
+                    f"{api.table.abi_minor}, struct_size {api.table.struct_size}); optional "
+                    "before 1.1")
+    for n in (1, 64, 100, 4096, 1 << 20):
+        h = alloc(n)
+        for off in sorted({0, min(1, n - 1), n // 2, n - 1}):
+            got = api.mem_device(h + off)
+            assert got == dev, (f"mem_device(handle + {off}) of a {n}-byte allocation on device "
+                                f"{dev} says {got}")
+    h0 = alloc(0)
+    assert api.mem_device(h0) == dev, "mem_device of a 0-byte allocation's handle is wrong"
+    count = api.device_count()
+    others = []
+    try:
+        for d in range(min(count, 4)):
+            others.append((d, lib.malloc(d, 256)))
+        for d, h in others:
+            for off in (0, 255):
+                got = api.mem_device(h + off)
+                assert got == d, f"mem_device of an allocation on device {d} (+{off}) says {got}"
+    finally:
+        for d, h in others:
+            lib.free(d, h)
+    # never allocated: 0, and below 64 (allocations are 64-byte aligned and never at 0)
+    for h, what in ((0, "0"), (8, "0x8"), (63, "0x3f")):
+        _unknown(api, h, what)
+    h = lib.malloc(dev, 512)
+    lib.free(dev, h)
+    lib.synchronize(dev)
+    _unknown(api, h, "a freed handle")
+    _unknown(api, h + 100, "an offset inside a freed allocation")
+    for d, h in others:
+        _unknown(api, h, f"a freed handle of device {d}")

@@ -125,17 +125,6 @@ _RETRY_HUNG_S = 3600.0  # a hang may be a loaded machine: probe again after this
 _MAX_PROBED_DEVICES = 64
 
 
-class _ApiPrefix(ctypes.Structure):
-    """The start of UD_Api up to device_count (unidev.h); it is fixed within an ABI major, and
-    the probe reads no further than this before unidev._C has checked the table."""
-
-    _fields_ = [("struct_size", ctypes.c_size_t), ("abi_major", ctypes.c_int32),
-                ("abi_minor", ctypes.c_int32), ("plugin_name", ctypes.c_void_p),
-                ("plugin_version", ctypes.c_void_p), ("error_code", ctypes.c_void_p),
-                ("error_message", ctypes.c_void_p), ("error_destroy", ctypes.c_void_p),
-                ("device_count", ctypes.c_void_p)]
-
-
 def _probe_child(path: str, fd: int) -> None:
     """Child side: report each step on `fd` before taking it, so a crash names its step."""
 
@@ -146,7 +135,7 @@ def _probe_child(path: str, fd: int) -> None:
         say("note", f"{what}: {type(exc).__name__}: {exc}")
 
     from .. import _C
-    from ..contract import dtypes, opset
+    from ..contract import abi, dtypes, opset
 
     say("stage", "start")
     try:
@@ -164,8 +153,9 @@ def _probe_child(path: str, fd: int) -> None:
             api = get()
         if api:
             say("stage", "reading the UD_Api table")
-            head = _ApiPrefix.from_address(api)
-            if (head.abi_major == _C.ABI_MAJOR and head.struct_size >= ctypes.sizeof(_ApiPrefix)
+            # nothing past device_count is read before unidev._C has checked the table
+            head = abi.ApiTable.from_address(api)
+            if (head.abi_major == _C.ABI_MAJOR and abi.covers(head, "device_count")
                     and head.device_count and head.error_message and head.error_destroy):
                 say("stage", "device_count")
                 count, reason = ctypes.c_int32(0), ctypes.c_char_p()

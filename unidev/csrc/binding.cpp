@@ -1,7 +1,7 @@
 // unidev._C: loads a native plugin through the C contract and calls its table from Python.
 //
-// The binding is the safety layer between Python and a plugin: it checks the ABI before using the
-// table, keeps its own record of every allocation it made so a freed or foreign handle, an
+// The binding is the safety layer between Python and a plugin: it loads the table through
+// loader.h (the one ABI rule, shared with the adapters; the library is never unloaded), keeps its own record of every allocation it made so a freed or foreign handle, an
 // out-of-range view or a negative stride is refused before the plugin ever sees it, and turns
 // every UD_Error into a Python exception from unidev.core.errors.
 //
@@ -9,10 +9,10 @@
 // stream of its device). Work on another stream first waits for that point (an event, or a host
 // synchronize when the plugin has no events), copies to and from the host run on it, and the
 // free is enqueued on it, so an allocation is never read, written or released out of order.
-#include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <unidev/unidev.h>
+#include <unidev/loader.h>
+#include <unidev/ops.h>
 
 #include <cstring>
 #include <map>
@@ -124,26 +124,11 @@ bool to_bool(const py::handle& o, const std::string& where, const char* arg) {
   return v != 0;
 }
 
-struct DTypeInfo {
-  const char* name;
-  uint8_t code;
-  uint8_t bits;
-};
-const DTypeInfo kDTypes[] = {
-    {"float32", UD_DTYPE_FLOAT, 32}, {"float64", UD_DTYPE_FLOAT, 64},
-    {"float16", UD_DTYPE_FLOAT, 16}, {"bfloat16", UD_DTYPE_BFLOAT, 16},
-    {"int32", UD_DTYPE_INT, 32},     {"int64", UD_DTYPE_INT, 64},
-    {"uint8", UD_DTYPE_UINT, 8},     {"bool", UD_DTYPE_BOOL, 8},
-};
-
 UD_DType parse_dtype(const std::string& name, const std::string& where) {
-  for (const auto& d : kDTypes)
-    if (name == d.name) return UD_DType{d.code, d.bits, 1};
-  raise_code(UD_ERR_INVALID_ARGUMENT, where + ": unknown dtype '" + name + "'");
+  const int id = ud_dtype_from_name(name.c_str());
+  if (id < 0) raise_code(UD_ERR_INVALID_ARGUMENT, where + ": unknown dtype '" + name + "'");
+  return ud_dtype_of(id);
 }
-
-// Minimum table size we need: everything up to and including kernel_lookup (ABI 1.0).
-constexpr size_t kMinApiSize = offsetof(UD_Api, kernel_lookup) + sizeof(void*);
 
 struct Allocation {
   int32_t device;
@@ -170,34 +155,11 @@ class Kernel {
 class Library : public std::enable_shared_from_this<Library> {
  public:
   explicit Library(const std::string& path) : path_(path) {
-    dl_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!dl_) {
-      const char* err = dlerror();
-      raise_load("cannot load plugin library " + path + ": " + (err ? err : "unknown error"));
-    }
-    auto get = reinterpret_cast<UD_GetApiFn>(dlsym(dl_, UD_ENTRY_POINT));
-    if (!get) raise_load(path + " does not export " UD_ENTRY_POINT "(); is it a unidev plugin?");
-    api_ = get();
-    if (!api_) raise_load(path + ": " UD_ENTRY_POINT "() returned NULL");
-    if (api_->abi_major != UD_ABI_MAJOR) {
-      raise_abi("plugin " + path + " implements unidev ABI " + std::to_string(api_->abi_major) +
-                "." + std::to_string(api_->abi_minor) + " but this unidev speaks ABI " +
-                std::to_string(UD_ABI_MAJOR) + "." + std::to_string(UD_ABI_MINOR) +
-                "; rebuild the plugin against this unidev (major versions must match)");
-    }
-    if (api_->struct_size < kMinApiSize) {
-      raise_abi("plugin " + path + " has a UD_Api of " + std::to_string(api_->struct_size) +
-                " bytes, smaller than ABI " + std::to_string(UD_ABI_MAJOR) + ".0 requires (" +
-                std::to_string(kMinApiSize) + ")");
-    }
-    const void* required[] = {
-        (void*)api_->error_code,     (void*)api_->error_message,   (void*)api_->error_destroy,
-        (void*)api_->device_count,   (void*)api_->device_properties, (void*)api_->mem_alloc,
-        (void*)api_->mem_free,       (void*)api_->memcpy_h2d,      (void*)api_->memcpy_d2h,
-        (void*)api_->memcpy_d2d,     (void*)api_->memset,          (void*)api_->stream_create,
-        (void*)api_->stream_destroy, (void*)api_->stream_synchronize, (void*)api_->kernel_lookup};
-    for (const void* f : required)
-      if (!f) raise_abi("plugin " + path + " leaves a required UD_Api function NULL");
+    UD_Loaded loaded;
+    const int rc = ud_loader_open(path.c_str(), &loaded);
+    if (rc == UD_LOAD_ABI_MISMATCH) raise_abi(loaded.error);
+    if (rc != UD_LOAD_OK) raise_load(loaded.error);
+    api_ = loaded.api;
     int32_t n = 0;
     const char* reason = nullptr;
     UD_Error* err = api_->device_count(&n, &reason);
@@ -217,7 +179,7 @@ class Library : public std::enable_shared_from_this<Library> {
     // Leave the library mapped: plugin threads or atexit handlers may still run its code, and
     // unloading a library with live threads crashes at exit.
     for (auto& [dev, e] : order_events_)
-      if (e && api_->event_destroy) api_->event_destroy(e);
+      if (e) api_->event_destroy(e);
     for (auto& [dev, lanes] : copy_lanes_)
       for (CopyLane& l : lanes) {
         api_->event_destroy(l.ready);
@@ -228,6 +190,20 @@ class Library : public std::enable_shared_from_this<Library> {
 
   const UD_Api* api() const { return api_; }
   int32_t dl_device_type() const { return dl_type_; }
+  bool has_mem_device() const { return UD_API_HAS(api_, mem_device); }
+
+  // The plugin's answer as is: the contract obliges it to refuse any handle it did not allocate,
+  // and the adapters' allocations, which this binding never saw, are as valid as its own.
+  int32_t mem_device(uint64_t handle) {
+    if (!has_mem_device())
+      raise_code(UD_ERR_UNSUPPORTED, "mem_device: plugin '" + std::string(api_->plugin_name) +
+                                         "' implements ABI " + std::to_string(api_->abi_major) +
+                                         "." + std::to_string(api_->abi_minor) +
+                                         " without mem_device (added in 1.1)");
+    int32_t device = -1;
+    check(api_->mem_device(handle, &device), "mem_device(" + hex(handle) + ")");
+    return device;
+  }
 
   // Turn an error object into a Python exception (freeing it), prefixing `what`.
   void check(UD_Error* err, const std::string& what) const {
@@ -318,24 +294,14 @@ class Library : public std::enable_shared_from_this<Library> {
   }
 
   // Makes work enqueued on `to` from now on run after everything enqueued on `from` so far
-  // (both on `device`; 0 is the default stream): an event when the plugin has them, else the
-  // host waits for `from`.
+  // (both on `device`; 0 is the default stream), by an event.
   void order(int32_t device, uint64_t from, uint64_t to) {
     if (from == to) return;
     UD_Stream sf = pick(device, from), st = pick(device, to);
-    if (api_->event_create && api_->event_record && api_->stream_wait_event) {
-      UD_Event& e = order_events_[device];
-      if (!e) check(api_->event_create(device, &e), "stream order: event_create");
-      check(api_->event_record(e, sf), "stream order: event_record");
-      check(api_->stream_wait_event(st, e), "stream order: stream_wait_event");
-      return;
-    }
-    UD_Error* err;
-    {
-      py::gil_scoped_release nogil;
-      err = api_->stream_synchronize(sf);
-    }
-    check(err, "stream order: stream_synchronize");
+    UD_Event& e = order_events_[device];
+    if (!e) check(api_->event_create(device, &e), "stream order: event_create");
+    check(api_->event_record(e, sf), "stream order: event_record");
+    check(api_->stream_wait_event(st, e), "stream order: stream_wait_event");
   }
 
   // Orders the next use of allocation `handle` on `stream` after its previous use.
@@ -529,19 +495,16 @@ class Library : public std::enable_shared_from_this<Library> {
     check(err, "stream_synchronize");
   }
   bool stream_query(uint64_t s) {
-    need(reinterpret_cast<const void*>(api_->stream_query), "stream_query");
     int32_t done = 0;
     check(api_->stream_query(user_stream(s, "stream_query"), &done), "stream_query");
     return done != 0;
   }
   void stream_wait_event(uint64_t s, uint64_t e) {
-    need(reinterpret_cast<const void*>(api_->stream_wait_event), "stream_wait_event");
     check(api_->stream_wait_event(user_stream(s, "stream_wait_event"),
                                   user_event(e, "stream_wait_event")),
           "stream_wait_event");
   }
   uint64_t event_create(int32_t device) {
-    need(reinterpret_cast<const void*>(api_->event_create), "event_create");
     check_device(device, "event_create");
     UD_Event e = nullptr;
     check(api_->event_create(device, &e), "event_create");
@@ -550,7 +513,6 @@ class Library : public std::enable_shared_from_this<Library> {
     return reinterpret_cast<uint64_t>(e);
   }
   void event_destroy(uint64_t e) {
-    need(reinterpret_cast<const void*>(api_->event_destroy), "event_destroy");
     UD_Event ev = user_event(e, "event_destroy");
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -559,18 +521,15 @@ class Library : public std::enable_shared_from_this<Library> {
     check(api_->event_destroy(ev), "event_destroy");
   }
   void event_record(uint64_t e, uint64_t s) {
-    need(reinterpret_cast<const void*>(api_->event_record), "event_record");
     check(api_->event_record(user_event(e, "event_record"), user_stream(s, "event_record")),
           "event_record");
   }
   bool event_query(uint64_t e) {
-    need(reinterpret_cast<const void*>(api_->event_query), "event_query");
     int32_t done = 0;
     check(api_->event_query(user_event(e, "event_query"), &done), "event_query");
     return done != 0;
   }
   void event_synchronize(uint64_t e) {
-    need(reinterpret_cast<const void*>(api_->event_synchronize), "event_synchronize");
     UD_Event ev = user_event(e, "event_synchronize");
     UD_Error* err;
     {
@@ -598,7 +557,6 @@ class Library : public std::enable_shared_from_this<Library> {
   std::map<uint64_t, Allocation> allocs_;
 
  private:
-  void* dl_ = nullptr;
   const UD_Api* api_ = nullptr;
   int32_t dl_type_ = UD_DLPACK_EXT_DEV;
   std::map<int32_t, UD_Stream> streams_;
@@ -610,13 +568,12 @@ class Library : public std::enable_shared_from_this<Library> {
   // Host copies run on a copy lane of their own (a stream taken from a per-device pool, ordered
   // after the allocation's stream by an event) and synchronize only that lane: a copy then
   // reports its own failure (a read of poisoned bytes included), never one of other work on the
-  // allocation's stream or of another thread's copy. Without events, the allocation's stream.
+  // allocation's stream or of another thread's copy.
   struct CopyLane {
     UD_Stream stream = nullptr;
-    UD_Event ready = nullptr;  // null: `stream` is the allocation's own stream
+    UD_Event ready = nullptr;
     UD_Stream after = nullptr;
     UD_Error* enter(const UD_Api* api) const {
-      if (!ready) return nullptr;
       if (UD_Error* e = api->event_record(ready, after)) return e;
       return api->stream_wait_event(stream, ready);
     }
@@ -626,11 +583,6 @@ class Library : public std::enable_shared_from_this<Library> {
   CopyLane take_lane(const Allocation& a) {
     CopyLane lane;
     UD_Stream after = pick(a.device, a.stream);
-    if (!(api_->event_create && api_->event_record && api_->stream_wait_event &&
-          api_->event_destroy)) {
-      lane.stream = after;
-      return lane;
-    }
     {
       std::lock_guard<std::mutex> g(mu_);
       auto& idle = copy_lanes_[a.device];
@@ -650,7 +602,6 @@ class Library : public std::enable_shared_from_this<Library> {
     return lane;
   }
   void give_lane(int32_t device, const CopyLane& lane) {
-    if (!lane.ready) return;
     std::lock_guard<std::mutex> g(mu_);
     copy_lanes_[device].push_back(lane);
   }
@@ -671,9 +622,6 @@ class Library : public std::enable_shared_from_this<Library> {
       if (code) raise_code(code, what + ": " + msg);
     }
   };
-  void need(const void* fn, const char* what) {
-    if (!fn) raise_code(UD_ERR_UNSUPPORTED, std::string(what) + ": not implemented by plugin");
-  }
   static bool contiguous(const py::buffer_info& info) {
     py::ssize_t expect = info.itemsize;
     for (py::ssize_t i = info.ndim - 1; i >= 0; --i) {
@@ -933,6 +881,10 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "unidev native binding: loads plugins through the C contract (unidev.h)";
   m.attr("ABI_MAJOR") = UD_ABI_MAJOR;
   m.attr("ABI_MINOR") = UD_ABI_MINOR;
+  // the table sizes unidev.h defines per ABI version (the conformance suite checks its mirror)
+  m.attr("API_SIZE_1_0") = size_t(UD_API_SIZE_1_0);
+  m.attr("API_SIZE_1_1") = size_t(UD_API_SIZE_1_1);
+  m.attr("API_SIZE") = sizeof(UD_Api);
 
   py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("op", &Kernel::op)
@@ -942,10 +894,16 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Library, std::shared_ptr<Library>>(m, "Library")
       .def(py::init<const std::string&>(), py::arg("path"))
       .def_property_readonly("path", [](const Library& l) { return l.path_; })
+      .def_property_readonly("library", [](const Library& l) { return l.path_; })
       .def_property_readonly("name", [](const Library& l) { return std::string(l.api()->plugin_name ? l.api()->plugin_name : ""); })
       .def_property_readonly("version", [](const Library& l) { return std::string(l.api()->plugin_version ? l.api()->plugin_version : ""); })
       .def_property_readonly("abi", [](const Library& l) { return py::make_tuple(l.api()->abi_major, l.api()->abi_minor); })
       .def_property_readonly("api_address", [](const Library& l) { return reinterpret_cast<uint64_t>(l.api()); })
+      .def_property_readonly("struct_size", [](const Library& l) { return l.api()->struct_size; })
+      .def_property_readonly("has_mem_device", &Library::has_mem_device)
+      .def("mem_device", [](Library& l, const py::object& h) {
+             return l.mem_device(to_u64(h, "mem_device", "handle"));
+           }, py::arg("handle"))
       .def("device_count", &Library::device_count)
       .def("device_properties", [](Library& l, const py::object& d) {
              return l.device_properties(to_i32(d, "device_properties", "device"));
