@@ -184,10 +184,25 @@ UD_Error* stream_query(UD_Stream stream, int32_t* done) {
   return *done ? from_vesim(r, "stream_query") : nullptr;
 }
 
+// Asks vesim's allocation table: the device bits of a freed or invented pointer mean nothing.
+UD_Error* mem_device(UD_Handle handle, int32_t* device) {
+  if (!device) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_device: device is NULL");
+  VESIMdeviceptr base = 0;
+  size_t size = 0;
+  const bool live = handle && ensure_init(false) == VESIM_SUCCESS &&
+                    vesimMemGetAddressRange(&base, &size, handle) == VESIM_SUCCESS &&
+                    (handle - base < size || handle == base);  // a 0-byte one holds its base
+  if (!live)
+    return ud_kit_error(UD_ERR_UNKNOWN_HANDLE, "mem_device: handle 0x%llx is not inside a live "
+                        "aurora allocation (freed or never allocated)", (unsigned long long)handle);
+  *device = VESIM_PTR_DEVICE(handle);
+  return nullptr;
+}
+
 UD_Error* kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {
   if (!op || !kernel)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "kernel_lookup: op or kernel is NULL");
-  *kernel = find_kernel(op, dtype);
+  *kernel = find_kernel(ud_op_id(op), ud_dtype_id(dtype));
   return nullptr;
 }
 
@@ -215,6 +230,6 @@ extern "C" UD_EXPORT const UD_Api* unidev_get_api(void) {
       mem_alloc, mem_free, memcpy_h2d, memcpy_d2h, memcpy_d2d, mem_set,
       stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
       event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
-      kernel_lookup};
+      kernel_lookup, mem_device};
   return &api;
 }

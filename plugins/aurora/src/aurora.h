@@ -24,29 +24,28 @@ namespace aurora {
 
 constexpr int kMaxDims = UD_KIT_MAX_DIMS;
 
-// ---- dtypes ------------------------------------------------------------------------------------
+// ---- dtypes: the C++ type of each unidev dtype the kernels compute in (ids from ops.h) ----------
 
 using Bool = uint8_t;  // unidev's bool: one byte, 0 or 1
 
 template <class T> struct DType;
-template <> struct DType<float> { static constexpr UD_DType ud = {UD_DTYPE_FLOAT, 32, 1}; };
-template <> struct DType<double> { static constexpr UD_DType ud = {UD_DTYPE_FLOAT, 64, 1}; };
-template <> struct DType<int32_t> { static constexpr UD_DType ud = {UD_DTYPE_INT, 32, 1}; };
-template <> struct DType<int64_t> { static constexpr UD_DType ud = {UD_DTYPE_INT, 64, 1}; };
-template <> struct DType<Bool> { static constexpr UD_DType ud = {UD_DTYPE_BOOL, 8, 1}; };
-
-UD_DType dtype_from_name(const std::string& name, bool* ok);
+template <> struct DType<float> { static constexpr int id = UD_DT_FLOAT32; };
+template <> struct DType<double> { static constexpr int id = UD_DT_FLOAT64; };
+template <> struct DType<int32_t> { static constexpr int id = UD_DT_INT32; };
+template <> struct DType<int64_t> { static constexpr int id = UD_DT_INT64; };
+template <> struct DType<Bool> { static constexpr int id = UD_DT_BOOL; };
+template <class T> inline UD_DType ud_of() { return ud_dtype_of(DType<T>::id); }
 
 // ---- the registry --------------------------------------------------------------------------------
 
-// Adds (op, dtype) -> fn; called from static initializers of the kernel files.
-void register_kernel(const char* op, UD_DType dtype, UD_KernelFn fn);
-UD_KernelFn find_kernel(const char* op, UD_DType dtype);
+// Adds (op, dtype) -> fn (a UD_OpId and a UD_DTypeId); called from static initializers.
+void register_kernel(int op, int dtype, UD_KernelFn fn);
+UD_KernelFn find_kernel(int op, int dtype);
 
 // Stamps `Kernel<T>` for every listed type under `op`.
 template <template <class> class Kernel, class... Ts>
 struct RegisterTypes {
-  explicit RegisterTypes(const char* op) { (register_kernel(op, DType<Ts>::ud, &Kernel<Ts>::run), ...); }
+  explicit RegisterTypes(int op) { (register_kernel(op, DType<Ts>::id, &Kernel<Ts>::run), ...); }
 };
 
 // ---- calls ----------------------------------------------------------------------------------------
@@ -82,7 +81,8 @@ struct Call;
 using Body = VESIMresult (*)(VESIMkernel_ctx* k, Call& c);
 
 struct alignas(64) Call {  // what the device reads first in one cache line, as for Tensor
-  const char* op = "";
+  const char* op = "";  // its name, for vesim's profiler and messages
+  int id = 0;           // its UD_OpId
   Body body = nullptr;
   std::vector<Tensor> in, out;
   std::vector<Attr> attrs;
@@ -93,7 +93,7 @@ struct alignas(64) Call {  // what the device reads first in one cache line, as 
 // Host-side checker: the first failure wins and names the op and the argument.
 class Check {
  public:
-  Check(const UD_KernelArgs* a, const char* op) : a_(a), op_(op) {}
+  Check(const UD_KernelArgs* a, int op) : a_(a), id_(op), op_(ud_op_info(op)->name) {}
   ~Check() { ud_kit_error_destroy(err_); }
   const char* op() const { return op_; }
   bool ok() const { return err_ == nullptr; }
@@ -103,27 +103,34 @@ class Check {
     return e;
   }
   bool fail(UD_ErrorCode code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-  // counts of inputs (-1: variadic, at least one) and outputs, the attribute list
-  // ("alpha:f,axes:I"; types i f b s I), and the structure of every present tensor
-  bool signature(int inputs, int outputs, const char* attrs);
+  // the op set's signature (ud_kit_check_signature) and a size vesim can hold for every tensor
+  bool signature();
   bool dtype(const UD_Tensor& t, const char* name, UD_DType want);
-  // every present input and output has dtype `want`, except input i when bit i of `skip` is
-  // set and output j when bit 16 + j is
+  // every present input and output has dtype `want`, except those in `skip` (skip_in, skip_out)
   bool dtypes(UD_DType want, uint32_t skip = 0);
   bool same_shape(const UD_Tensor& t, const char* name, const UD_Tensor& ref, const char* refname);
   bool ndim(const UD_Tensor& t, const char* name, int lo, int hi);
   bool dim(const UD_Tensor& t, const char* name, int d, int64_t want);
+  // string attribute `idx` is one of the op set's choices for it
+  bool choice(int idx);
   // ints attribute `idx` as two values >= lo (one value serves both; empty gives `fallback`)
   bool pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback = nullptr);
-  const UD_Tensor& in(int i) const { return a_->inputs[i]; }
-  const UD_Tensor& out(int i) const { return a_->outputs[i]; }
+  // input / output i; an absent tensor (ndim -1) where the call has none, so that kernels may
+  // name their tensors before signature() has looked at the call
+  const UD_Tensor& in(int i) const { return a_ && a_->inputs && i < a_->num_inputs ? a_->inputs[i] : kAbsent; }
+  const UD_Tensor& out(int i) const { return a_ && a_->outputs && i < a_->num_outputs ? a_->outputs[i] : kAbsent; }
   const UD_KernelArgs* args() const { return a_; }
 
  private:
+  static constexpr UD_Tensor kAbsent = {0, {}, -1, {}, nullptr, nullptr, 0};
   const UD_KernelArgs* a_;
+  int id_;
   const char* op_;
   UD_Error* err_ = nullptr;
 };
+
+constexpr uint32_t skip_in(int i) { return 1u << i; }
+constexpr uint32_t skip_out(int j) { return 1u << (16 + j); }
 
 // "input 3" or "output 0", from a table: names are not built on the per-call path.
 const char* tensor_name(bool input, int i);
@@ -133,7 +140,7 @@ UD_Error* launch(const UD_KernelArgs* a, Call* c);
 // A Call for `a` (descriptors and attributes copied, `iparams` attached), recycled: once the
 // pool is warm a launch allocates nothing.
 using IParams = std::pair<const int64_t*, size_t>;
-Call* make_call(const UD_KernelArgs* a, const char* op, Body body, IParams iparams = {});
+Call* make_call(const UD_KernelArgs* a, int op, Body body, IParams iparams = {});
 void free_call(Call* c);
 
 // A struct of int64 fields (kernel geometry) carried from the host half in Call::iparams.

@@ -117,10 +117,10 @@ namespace {
 
 template <class T> struct Matmul {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "matmul");
-    if (!ck.signature(2, 1, "") || !ck.dtypes(DType<T>::ud) || !ck.ndim(ck.in(0), "a", 2, kMaxDims))
+    Check ck(a, UD_OP_MATMUL);
+    const UD_Tensor &A = ck.in(UD_IN_MATMUL_A), &B = ck.in(UD_IN_MATMUL_B), &O = ck.out(UD_OUT_MATMUL_OUT);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.ndim(A, "a", 2, kMaxDims))
       return ck.take();
-    const UD_Tensor &A = ck.in(0), &B = ck.in(1), &O = ck.out(0);
     int nd = A.ndim;
     if (!ck.ndim(B, "b", nd, nd) || !ck.ndim(O, "out", nd, nd)) return ck.take();
     for (int d = 0; d < nd - 2; d++)
@@ -131,11 +131,11 @@ template <class T> struct Matmul {
     for (int d = nd - 2; d < nd; d++)
       if (A.shape[d] > kBlasMax || B.shape[d] > kBlasMax)
         return ud_kit_error(UD_ERR_UNSUPPORTED, "matmul: matrix dims above 2^31-1");
-    return launch(a, make_call(a, "matmul", body));
+    return launch(a, make_call(a, UD_OP_MATMUL, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &A = c.in[0], &B = c.in[1];
-    Tensor& O = c.out[0];
+    const Tensor &A = c.in[UD_IN_MATMUL_A], &B = c.in[UD_IN_MATMUL_B];
+    Tensor& O = c.out[UD_OUT_MATMUL_OUT];
     int nd = O.ndim;
     int64_t m = O.shape[nd - 2], n = O.shape[nd - 1], kk = A.shape[nd - 1];
     if (O.numel() == 0) return VESIM_SUCCESS;
@@ -158,29 +158,29 @@ template <class T> struct Matmul {
 
 template <class T> struct Gemm {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "gemm");
-    if (!ck.signature(3, 1, "alpha:f,beta:f") || !ck.dtypes(DType<T>::ud) ||
-        !ck.ndim(ck.in(0), "a", 2, 2) || !ck.ndim(ck.in(1), "b", 2, 2) ||
-        !ck.ndim(ck.out(0), "out", 2, 2) || !ck.dim(ck.in(1), "b", 0, ck.in(0).shape[1]) ||
-        !ck.dim(ck.out(0), "out", 0, ck.in(0).shape[0]) ||
-        !ck.dim(ck.out(0), "out", 1, ck.in(1).shape[1]))
+    Check ck(a, UD_OP_GEMM);
+    const UD_Tensor &A = ck.in(UD_IN_GEMM_A), &B = ck.in(UD_IN_GEMM_B), &C = ck.in(UD_IN_GEMM_C),
+                    &O = ck.out(UD_OUT_GEMM_OUT);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.ndim(A, "a", 2, 2) ||
+        !ck.ndim(B, "b", 2, 2) || !ck.ndim(O, "out", 2, 2) || !ck.dim(B, "b", 0, A.shape[1]) ||
+        !ck.dim(O, "out", 0, A.shape[0]) || !ck.dim(O, "out", 1, B.shape[1]))
       return ck.take();
-    if (ck.in(2).ndim >= 0 && !ck.same_shape(ck.in(2), "c", ck.out(0), "out"))
-      return ck.take();
-    for (int i = 0; i < 2; i++)
-      if (ck.in(i).shape[0] > kBlasMax || ck.in(i).shape[1] > kBlasMax)
+    if (C.ndim >= 0 && !ck.same_shape(C, "c", O, "out")) return ck.take();
+    for (const UD_Tensor* t : {&A, &B})
+      if (t->shape[0] > kBlasMax || t->shape[1] > kBlasMax)
         return ud_kit_error(UD_ERR_UNSUPPORTED, "gemm: matrix dims above 2^31-1");
-    return launch(a, make_call(a, "gemm", body));
+    return launch(a, make_call(a, UD_OP_GEMM, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &A = c.in[0], &B = c.in[1], &C = c.in[2];
-    Tensor& O = c.out[0];
+    const Tensor &A = c.in[UD_IN_GEMM_A], &B = c.in[UD_IN_GEMM_B], &C = c.in[UD_IN_GEMM_C];
+    Tensor& O = c.out[UD_OUT_GEMM_OUT];
     int64_t m = O.shape[0], n = O.shape[1], kk = A.shape[1];
     if (O.numel() == 0) return VESIM_SUCCESS;
-    T alpha = T(c.attrs[0].f), beta = C.present() ? T(c.attrs[1].f) : T(0);
+    T alpha = T(c.attrs[UD_ATTR_GEMM_ALPHA].f);
+    T beta = C.present() ? T(c.attrs[UD_ATTR_GEMM_BETA].f) : T(0);
     T* scratch = static_cast<T*>(vesimDevScratch(k, gemm_scratch_bytes(m, n, kk, sizeof(T))));
     if (!scratch) return VESIM_ERROR_OUT_OF_MEMORY;
-    Tensor* src[1] = {&c.in[2]};  // out = c first, then out = alpha a b + beta out
+    Tensor* src[1] = {&c.in[UD_IN_GEMM_C]};  // out = c first, then out = alpha a b + beta out
     if (beta != T(0))
       if (VESIMresult r = map_views<T, T>(k, O, src, [](T v) { return v; })) return r;
     return gemm<T>(k, {A.ptr<const T>(), m, kk, A.strides[0], A.strides[1]},
@@ -189,8 +189,8 @@ template <class T> struct Gemm {
   }
 };
 
-const RegisterTypes<Matmul, float, double> reg_matmul("matmul");
-const RegisterTypes<Gemm, float, double> reg_gemm("gemm");
+const RegisterTypes<Matmul, float, double> reg_matmul(UD_OP_MATMUL);
+const RegisterTypes<Gemm, float, double> reg_gemm(UD_OP_GEMM);
 
 }  // namespace
 

@@ -2,7 +2,6 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -13,18 +12,12 @@ namespace aurora {
 
 namespace {
 
-using Key = std::pair<std::string, uint32_t>;
-
-std::map<Key, UD_KernelFn>& registry() {
-  static std::map<Key, UD_KernelFn> r;
-  return r;
-}
-
-uint32_t dtype_key(UD_DType d) { return uint32_t(d.code) << 24 | uint32_t(d.bits) << 16 | d.lanes; }
+UD_KernelFn registry[UD_OP_COUNT][UD_DT_COUNT];  // constant-initialized: no order to get wrong
 
 // Inputs a kernel also writes (the op set's `mutated` inputs): bit i for input i.
-uint32_t mutated_inputs(const char* op) {
-  return op[0] == 'b' && !strcmp(op, "batch_norm") ? 1u << 3 | 1u << 4 : 0;  // running stats
+uint32_t mutated_inputs(int op) {
+  return op == UD_OP_BATCH_NORM
+             ? 1u << UD_IN_BATCH_NORM_RUNNING_MEAN | 1u << UD_IN_BATCH_NORM_RUNNING_VAR : 0;
 }
 
 // True when the view's elements cover every byte of its extent (a permuted contiguous layout):
@@ -75,7 +68,7 @@ VESIMresult trampoline(VESIMkernel_ctx* k, void* args) {
     VESIMresult r = resolve_tensor(k, t, tensor_name(false, int(i)), true);
     if (!first) first = r;
   }
-  if (uint32_t mutated = mutated_inputs(c->op))
+  if (uint32_t mutated = mutated_inputs(c->id))
     for (size_t i = 0; i < c->in.size() && i < 32; i++)
       if (mutated >> i & 1 && c->in[i].present() && c->in[i].numel()) {
         VESIMresult r = resolve_tensor(k, c->in[i], tensor_name(true, int(i)), true, false);
@@ -105,14 +98,6 @@ const std::vector<std::string>& tensor_names = *new std::vector<std::string>([] 
 
 }  // namespace
 
-UD_DType dtype_from_name(const std::string& n, bool* ok) {
-  const UD_DType all[] = {DType<float>::ud, DType<double>::ud, DType<int32_t>::ud,
-                          DType<int64_t>::ud, DType<Bool>::ud};
-  for (UD_DType d : all)
-    if ((*ok = n == ud_kit_dtype_name(d))) return d;
-  return UD_DType{};
-}
-
 const char* tensor_name(bool input, int i) {
   return i < 64 ? tensor_names[2 * i + input].c_str() : input ? "input (64th or later)" : "output";
 }
@@ -122,13 +107,11 @@ void free_call(Call* c) {  // no more calls live than vesim queues (or the host 
   while (!returned.compare_exchange_weak(c->next, c, std::memory_order_release)) {}
 }
 
-void register_kernel(const char* op, UD_DType dtype, UD_KernelFn fn) {
-  registry()[{op, dtype_key(dtype)}] = fn;
-}
+void register_kernel(int op, int dtype, UD_KernelFn fn) { registry[op][dtype] = fn; }
 
-UD_KernelFn find_kernel(const char* op, UD_DType dtype) {
-  auto it = registry().find({op, dtype_key(dtype)});
-  return it == registry().end() ? nullptr : it->second;
+UD_KernelFn find_kernel(int op, int dtype) {
+  return op >= 0 && op < UD_OP_COUNT && dtype >= 0 && dtype < UD_DT_COUNT ? registry[op][dtype]
+                                                                           : nullptr;
 }
 
 int64_t Tensor::numel() const {
@@ -157,40 +140,13 @@ bool Check::fail(UD_ErrorCode code, const char* fmt, ...) {
   return false;
 }
 
-bool Check::signature(int inputs, int outputs, const char* attrs) {
-  if (!a_ || a_->struct_size < sizeof(UD_KernelArgs))
-    return fail(UD_ERR_INVALID_ARGUMENT, "UD_KernelArgs is NULL or too small");
-  if (inputs >= 0 ? a_->num_inputs != inputs : a_->num_inputs < 1)
-    return fail(UD_ERR_INVALID_ARGUMENT, "got %d inputs, expected %s%d", a_->num_inputs,
-                inputs >= 0 ? "" : "at least ", inputs >= 0 ? inputs : 1);
-  if (a_->num_outputs != outputs || (a_->num_inputs && !a_->inputs) || !a_->outputs)
-    return fail(UD_ERR_INVALID_ARGUMENT, "got %d outputs (or NULL arrays), expected %d",
-                a_->num_outputs, outputs);
-  int n = 0;  // attrs is "name:t,..." with t in i f b s I (ints)
-  for (const char* p = attrs; *p; n++) {
-    const char* colon = strchr(p, ':');
-    const int len = int(colon - p);
-    const char kind = colon[1];
-    UD_AttrType want = kind == 'i' ? UD_ATTR_INT : kind == 'f' ? UD_ATTR_FLOAT : kind == 'b'
-                       ? UD_ATTR_BOOL : kind == 's' ? UD_ATTR_STRING : UD_ATTR_INTS;
-    const UD_Attr* at = n < a_->num_attrs && a_->attrs ? &a_->attrs[n] : nullptr;
-    if (!at || at->type != want || (at->name && (strncmp(p, at->name, len) || at->name[len])) ||
-        (want == UD_ATTR_STRING && !at->value.s) ||
-        (want == UD_ATTR_INTS && at->value.ints.len && !at->value.ints.data))
-      return fail(UD_ERR_INVALID_ARGUMENT, "attribute %d: expected '%.*s' of type %c (all of '%s', "
-                  "in order), got %s", n, len, p, kind, attrs,
-                  at ? (at->name ? at->name : "a nameless one or NULL data") : "none");
-    p = colon[2] ? colon + 3 : colon + 2;
-  }
-  if (a_->num_attrs != n)
-    return fail(UD_ERR_INVALID_ARGUMENT, "got %d attributes, expected %d ('%s')", a_->num_attrs,
-                n, attrs);
+bool Check::signature() {
+  if ((err_ = ud_kit_check_signature(id_, a_))) return false;
   for (int i = 0; i < a_->num_inputs + a_->num_outputs; i++) {
     bool in = i < a_->num_inputs;
     const UD_Tensor& t = in ? a_->inputs[i] : a_->outputs[i - a_->num_inputs];
-    if (in && t.ndim < 0) continue;  // an absent optional input; kernels check which may be
+    if (t.ndim < 0) continue;  // an absent optional input
     const char* name = tensor_name(in, in ? i : i - a_->num_inputs);
-    if ((err_ = ud_kit_check_tensor(op_, name, &t))) return false;
     // a view of more than 2^48 elements cannot be real device memory: refuse it before any loop
     double elems = 1;
     for (int d = 0; d < t.ndim; d++) elems *= double(t.shape[d]);
@@ -241,6 +197,18 @@ bool Check::dim(const UD_Tensor& t, const char* name, int d, int64_t want) {
               d < t.ndim ? (long long)t.shape[d] : -1LL, (long long)want);
 }
 
+bool Check::choice(int idx) {
+  if (!ok()) return false;
+  const UD_AttrInfo& info = ud_op_info(id_)->attrs[idx];
+  const char* v = a_->attrs[idx].value.s;
+  std::string all;
+  for (int i = 0; i < info.num_choices; i++)
+    if (!strcmp(v, info.choices[i])) return true;
+    else all += (i ? ", '" : "'") + std::string(info.choices[i]) + "'";
+  return !info.num_choices ||
+         fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' = '%s', expected one of %s", info.name, v, all.c_str());
+}
+
 bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
   const UD_Attr& a = a_->attrs[idx];
   int64_t len = a.value.ints.len;
@@ -257,14 +225,14 @@ bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
   return true;
 }
 
-Call* make_call(const UD_KernelArgs* a, const char* op, Body body, IParams iparams) {
+Call* make_call(const UD_KernelArgs* a, int op, Body body, IParams iparams) {
   std::unique_lock<std::mutex> lock(pool_mu);
   if (pool.empty())
     for (Call* r = returned.exchange(nullptr); r; r = r->next) pool.push_back(r);
   Call* c = pool.empty() ? new Call() : pool.back();
   if (!pool.empty()) pool.pop_back();
   lock.unlock();
-  c->op = op, c->body = body;
+  c->op = ud_op_info(op)->name, c->id = op, c->body = body;
   c->iparams.assign(iparams.first, iparams.first + iparams.second);
   auto copy = [](const UD_Tensor& u, Tensor& t) {
     t.handle = u.handle, t.ndim = u.ndim, t.dtype = u.dtype, t.offset = u.byte_offset, t.data = nullptr;

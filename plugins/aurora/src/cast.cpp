@@ -14,25 +14,26 @@ VESIMresult cast_to(VESIMkernel_ctx* k, Call& c) {
 
 template <class In> struct Cast {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "cast");
-    if (!ck.signature(1, 1, "dtype:s") || !ck.dtype(ck.in(0), "x", DType<In>::ud) ||
-        !ck.same_shape(ck.in(0), "x", ck.out(0), "y"))
+    Check ck(a, UD_OP_CAST);
+    const UD_Tensor &x = ck.in(UD_IN_CAST_X), &y = ck.out(UD_OUT_CAST_Y);
+    if (!ck.signature() || !ck.dtype(x, "x", ud_of<In>()) || !ck.same_shape(x, "x", y, "y"))
       return ck.take();
-    bool known;
-    UD_DType want = dtype_from_name(a->attrs[0].value.s, &known);
-    if (!known)
+    const char* name = ud_kit_attr_str(a, UD_ATTR_CAST_DTYPE);
+    const int want = ud_dtype_from_name(name);
+    Body body = want == DType<float>::id ? cast_to<In, float> : want == DType<double>::id ? cast_to<In, double>
+                : want == DType<int32_t>::id ? cast_to<In, int32_t> : want == DType<int64_t>::id ? cast_to<In, int64_t>
+                : want == DType<Bool>::id ? cast_to<In, Bool> : nullptr;
+    if (!body) {
+      char names[128];
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "cast: attribute 'dtype' = '%s', expected one "
-                          "of float32, float64, int32, int64, bool", a->attrs[0].value.s);
-    if (!ck.dtype(ck.out(0), "y", want)) return ck.take();
-    Body body = want.code == UD_DTYPE_BOOL ? cast_to<In, Bool>
-                : want.code == UD_DTYPE_INT ? (want.bits == 32 ? cast_to<In, int32_t>
-                                                               : cast_to<In, int64_t>)
-                : want.bits == 32 ? cast_to<In, float> : cast_to<In, double>;
-    return launch(a, make_call(a, "cast", body));
+                          "of %s", name, ud_kit_dtype_mask_names(UD_DTM_ALL, names, sizeof names));
+    }
+    if (!ck.dtype(y, "y", ud_dtype_of(want))) return ck.take();
+    return launch(a, make_call(a, UD_OP_CAST, body));
   }
 };
 
-const RegisterTypes<Cast, float, double, int32_t, int64_t, Bool> reg_cast("cast");
+const RegisterTypes<Cast, float, double, int32_t, int64_t, Bool> reg_cast(UD_OP_CAST);
 
 }  // namespace
 

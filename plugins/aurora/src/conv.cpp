@@ -19,13 +19,21 @@ struct Geo {
   int64_t plane() const { return oh * ow; }
 };
 
-// Validates the conv attributes (from position `base`) and shapes; x and w are the shapes.
-bool geometry(Check& ck, const int64_t* x, const int64_t* w, int base, Geo* g) {
+// Attribute positions of the three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight).
+struct ConvAttrs { int shape, stride, padding, dilation, groups, algorithm; };
+#define CONV_ATTRS(OP, SHAPE) \
+  {SHAPE, UD_ATTR_##OP##_STRIDE, UD_ATTR_##OP##_PADDING, UD_ATTR_##OP##_DILATION, UD_ATTR_##OP##_GROUPS, UD_ATTR_##OP##_ALGORITHM}
+constexpr ConvAttrs kConvAttrs[] = {CONV_ATTRS(CONV2D, -1),
+                                    CONV_ATTRS(CONV2D_BACKWARD_INPUT, UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE),
+                                    CONV_ATTRS(CONV2D_BACKWARD_WEIGHT, UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE)};
+
+// Validates the conv attributes (positions `at`) and shapes; x and w are the shapes.
+bool geometry(Check& ck, const int64_t* x, const int64_t* w, const ConvAttrs& at, Geo* g) {
   int64_t st[2] = {}, pd[2] = {}, dl[2] = {};
-  if (!ck.pair(base, 1, st) || !ck.pair(base + 1, 0, pd) || !ck.pair(base + 2, 1, dl))
+  if (!ck.pair(at.stride, 1, st) || !ck.pair(at.padding, 0, pd) || !ck.pair(at.dilation, 1, dl))
     return false;
-  int64_t groups = ck.args()->attrs[base + 3].value.i;
-  const char* algo = ck.args()->attrs[base + 4].value.s;
+  int64_t groups = ud_kit_attr_int(ck.args(), at.groups);
+  const char* algo = ud_kit_attr_str(ck.args(), at.algorithm);
   *g = Geo{x[0], x[1], x[2], x[3], w[0], w[1], 0, w[2], w[3], 0, 0, st[0], st[1], pd[0], pd[1],
            dl[0], dl[1], groups, kAuto};
   if (!strcmp(algo, "direct")) g->algo = kDirect;
@@ -132,49 +140,53 @@ VESIMresult per_image(VESIMkernel_ctx* k, const Geo& g, int64_t per, int64_t spl
   });
 }
 
-// The host half of the three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight).
-const char* const kConvOps[] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
+// conv2d takes (x, weight, bias); its gradients take grad_y and the other operand (weight for
+// grad of x, x for grad of weight) and write one output.
+static_assert(UD_IN_CONV2D_WEIGHT == 1 && UD_IN_CONV2D_BACKWARD_INPUT_GRAD_Y == 0 && UD_IN_CONV2D_BACKWARD_INPUT_WEIGHT == 1 &&
+              UD_IN_CONV2D_BACKWARD_WEIGHT_GRAD_Y == 0 && UD_IN_CONV2D_BACKWARD_WEIGHT_X == 1, "conv inputs");
+const int kConvOps[] = {UD_OP_CONV2D, UD_OP_CONV2D_BACKWARD_INPUT, UD_OP_CONV2D_BACKWARD_WEIGHT};
+constexpr int kGradY = 0, kOther = 1, kOut = 0;
 
 template <int Kind>
 UD_Error* conv_check(const UD_KernelArgs* a, UD_DType dt, Body body) {
   Check ck(a, kConvOps[Kind]);
-  static const std::string attrs = "stride:I,padding:I,dilation:I,groups:i,algorithm:s";
-  const std::string sig = Kind == 0 ? attrs : (Kind == 1 ? "input_shape:I," : "weight_shape:I,") + attrs;
+  const ConvAttrs& at = kConvAttrs[Kind];
   int64_t given[4];
   Geo g;
-  if (!ck.signature(Kind == 0 ? 3 : 2, 1, sig.c_str()) || !ck.dtypes(dt) ||
-      !ck.ndim(ck.in(Kind == 0 ? 0 : 1), Kind == 1 ? "weight" : "x", 4, 4) ||
-      (Kind == 0 && !ck.ndim(ck.in(1), "weight", 4, 4)) || (Kind && !shape_attr(ck, 0, given)))
+  const UD_Tensor& x = ck.in(Kind == 0 ? UD_IN_CONV2D_X : kOther);  // the operand checked first
+  if (!ck.signature() || !ck.dtypes(dt) || !ck.ndim(x, Kind == 1 ? "weight" : "x", 4, 4) ||
+      (Kind == 0 && !ck.ndim(ck.in(UD_IN_CONV2D_WEIGHT), "weight", 4, 4)) || (Kind && !shape_attr(ck, at.shape, given)))
     return ck.take();
-  const int64_t* xs = Kind == 1 ? given : ck.in(Kind == 0 ? 0 : 1).shape;
-  const int64_t* ws = Kind == 2 ? given : ck.in(1).shape;
-  if (!geometry(ck, xs, ws, Kind ? 1 : 0, &g)) return ck.take();
+  const int64_t* xs = Kind == 1 ? given : x.shape;
+  const int64_t* ws = Kind == 2 ? given : ck.in(kOther).shape;
+  if (!geometry(ck, xs, ws, at, &g)) return ck.take();
   int64_t y[4] = {g.n, g.k, g.oh, g.ow};
-  if (Kind == 0 ? !shape_is(ck, ck.out(0), "y", y) ||
-                      (ck.in(2).ndim >= 0 && (!ck.ndim(ck.in(2), "bias", 1, 1) || !ck.dim(ck.in(2), "bias", 0, g.k)))
-                : !shape_is(ck, ck.in(0), "grad_y", y) || !shape_is(ck, ck.out(0), "output", Kind == 1 ? xs : ws))
+  const UD_Tensor& bias = ck.in(UD_IN_CONV2D_BIAS);
+  if (Kind == 0 ? !shape_is(ck, ck.out(kOut), "y", y) ||
+                      (bias.ndim >= 0 && (!ck.ndim(bias, "bias", 1, 1) || !ck.dim(bias, "bias", 0, g.k)))
+                : !shape_is(ck, ck.in(kGradY), "grad_y", y) || !shape_is(ck, ck.out(kOut), "output", Kind == 1 ? xs : ws))
     return ck.take();
   return launch(a, make_call(a, kConvOps[Kind], body, pack(g)));
 }
 
 template <class T> struct Conv2d {
-  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<0>(a, DType<T>::ud, body); }
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<0>(a, ud_of<T>(), body); }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<Geo>(c);
     const T *x, *w, *bias;
     T* y;
-    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
-    if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
-    if (VESIMresult r = dense_in(k, c.in[2], &bias)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
-    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_X], &x)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_WEIGHT], &w)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_BIAS], &bias)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &y, false)) return r;
+    if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
     VESIMresult r = VESIM_SUCCESS;  // y starts as the bias (0 without one) and the taps add up
     if (bias || g.algo == kDirect)
       r = parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; i++) std::fill_n(y + i * g.plane(), g.plane(), bias ? bias[i % g.k] : T(0));
       });
     if (!r) r = g.algo == kDirect ? direct(k, g, x, w, y) : lowered(k, g, x, w, y, T(bias ? 1 : 0));
-    return r ? r : store(k, c.out[0], y);
+    return r ? r : store(k, c.out[kOut], y);
   }
   static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y, T beta) {
     T* buf;
@@ -210,15 +222,15 @@ template <class T> struct Conv2d {
 };
 
 template <class T> struct Conv2dBackwardInput {
-  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<1>(a, DType<T>::ud, body); }
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<1>(a, ud_of<T>(), body); }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<Geo>(c);
     const T *gy, *w;
     T* gx;
-    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[1], &w)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &gx, g.algo == kDirect)) return r;
-    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    if (VESIMresult r = dense_in(k, c.in[kGradY], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[kOther], &w)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &gx, g.algo == kDirect)) return r;
+    if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
     VESIMresult r = VESIM_SUCCESS;
     if (g.algo == kDirect) {
       r = parallel(k, g.n * g.c, 1, [&](int64_t b, int64_t e) {
@@ -252,20 +264,20 @@ template <class T> struct Conv2dBackwardInput {
         col2im(g, col, xp, c0, c1);
       });
     }
-    return r ? r : store(k, c.out[0], gx);
+    return r ? r : store(k, c.out[kOut], gx);
   }
 };
 
 template <class T> struct Conv2dBackwardWeight {
-  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<2>(a, DType<T>::ud, body); }
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<2>(a, ud_of<T>(), body); }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<Geo>(c);
     const T *gy, *x;
     T* gw;
-    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[1], &x)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &gw, true)) return r;
-    if (c.out[0].numel() == 0) return VESIM_SUCCESS;
+    if (VESIMresult r = dense_in(k, c.in[kGradY], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[kOther], &x)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &gw, true)) return r;
+    if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
     VESIMresult r = VESIM_SUCCESS;
     if (g.algo == kDirect) {
       r = parallel(k, g.k * g.cg, 1, [&](int64_t b, int64_t e) {
@@ -311,13 +323,13 @@ template <class T> struct Conv2dBackwardWeight {
         for (int64_t i = 0; i < block * used[c]; i++)
           gw[c % g.g * block + i] += buf[c / g.g * per + g.rows() * g.plane() + c % g.g * block + i];
     }
-    return r ? r : store(k, c.out[0], gw);
+    return r ? r : store(k, c.out[kOut], gw);
   }
 };
 
-const RegisterTypes<Conv2d, float, double> reg_conv("conv2d");
-const RegisterTypes<Conv2dBackwardInput, float, double> reg_conv_bi("conv2d_backward_input");
-const RegisterTypes<Conv2dBackwardWeight, float, double> reg_conv_bw("conv2d_backward_weight");
+const RegisterTypes<Conv2d, float, double> reg_conv(UD_OP_CONV2D);
+const RegisterTypes<Conv2dBackwardInput, float, double> reg_conv_bi(UD_OP_CONV2D_BACKWARD_INPUT);
+const RegisterTypes<Conv2dBackwardWeight, float, double> reg_conv_bw(UD_OP_CONV2D_BACKWARD_WEIGHT);
 
 }  // namespace
 

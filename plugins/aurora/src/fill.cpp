@@ -5,21 +5,23 @@ namespace aurora {
 
 namespace {
 
+static_assert(UD_OUT_FILL_Y == 0 && UD_OUT_ZERO_Y == 0, "fill and zero share one body");
+
 template <class T>
 VESIMresult fill_body(VESIMkernel_ctx* k, Call& c) {
-  T v = c.attrs.empty() ? T(0) : convert<T>(c.attrs[0].f);
-  return map_views<T>(k, c.out[0], nullptr, [v]() { return v; });
+  T v = c.id == UD_OP_ZERO ? T(0) : convert<T>(c.attrs[UD_ATTR_FILL_VALUE].f);
+  return map_views<T>(k, c.out[UD_OUT_FILL_Y], nullptr, [v]() { return v; });
 }
 
 template <class T, bool kZero> struct Fill {
-  static constexpr const char* name = kZero ? "zero" : "fill";
+  static constexpr int op = kZero ? UD_OP_ZERO : UD_OP_FILL;
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, name);
-    if (!ck.signature(0, 1, kZero ? "" : "value:f") || !ck.dtypes(DType<T>::ud)) return ck.take();
+    Check ck(a, op);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>())) return ck.take();
     if (!kZero)
-      if (UD_Error* e = ud_kit_check_scalar(name, "value", a->attrs[0].value.f, DType<T>::ud, 0))
-        return e;
-    return launch(a, make_call(a, name, fill_body<T>));
+      UD_KIT_TRY(ud_kit_check_scalar("fill", "value", ud_kit_attr_float(a, UD_ATTR_FILL_VALUE),
+                                     ud_of<T>(), 0));
+    return launch(a, make_call(a, op, fill_body<T>));
   }
 };
 template <class T> using FillK = Fill<T, false>;
@@ -27,25 +29,25 @@ template <class T> using ZeroK = Fill<T, true>;
 
 template <class T> struct Arange {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "arange");
-    if (!ck.signature(0, 1, "start:f,stop:f,step:f,dtype:s") || !ck.ndim(ck.out(0), "y", 1, 1))
-      return ck.take();
-    bool known;
-    UD_DType want = dtype_from_name(a->attrs[3].value.s, &known);
-    if (!known || !ud_kit_dtype_eq(want, DType<T>::ud))
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "arange: attribute 'dtype' = '%s', expected "
-                          "'%s' (the output's dtype)", a->attrs[3].value.s,
-                          ud_kit_dtype_name(DType<T>::ud));
-    double start = a->attrs[0].value.f, stop = a->attrs[1].value.f, step = a->attrs[2].value.f;
-    if (UD_Error* e = ud_kit_check_arange("arange", start, stop, step, -1, DType<T>::ud)) return e;
+    Check ck(a, UD_OP_ARANGE);
+    const UD_Tensor& y = ck.out(UD_OUT_ARANGE_Y);
+    if (!ck.signature() || !ck.ndim(y, "y", 1, 1)) return ck.take();
+    const char* dtype = ud_kit_attr_str(a, UD_ATTR_ARANGE_DTYPE);
+    UD_KIT_REQUIRE(ud_dtype_from_name(dtype) == DType<T>::id, UD_ERR_INVALID_ARGUMENT,
+                   "arange: attribute 'dtype' = '%s', expected '%s' (the output's dtype)", dtype,
+                   ud_dtype_id_name(DType<T>::id));
+    double start = ud_kit_attr_float(a, UD_ATTR_ARANGE_START);
+    double stop = ud_kit_attr_float(a, UD_ATTR_ARANGE_STOP);
+    double step = ud_kit_attr_float(a, UD_ATTR_ARANGE_STEP);
+    UD_KIT_TRY(ud_kit_check_arange("arange", start, stop, step, -1, ud_of<T>()));
     int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
-    if (!ck.dim(ck.out(0), "y", 0, n)) return ck.take();
-    if (UD_Error* e = ud_kit_check_arange("arange", start, stop, step, n, DType<T>::ud)) return e;
-    return launch(a, make_call(a, "arange", body));
+    if (!ck.dim(y, "y", 0, n)) return ck.take();
+    UD_KIT_TRY(ud_kit_check_arange("arange", start, stop, step, n, ud_of<T>()));
+    return launch(a, make_call(a, UD_OP_ARANGE, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    double start = c.attrs[0].f, step = c.attrs[2].f;
-    Tensor& y = c.out[0];
+    double start = c.attrs[UD_ATTR_ARANGE_START].f, step = c.attrs[UD_ATTR_ARANGE_STEP].f;
+    Tensor& y = c.out[UD_OUT_ARANGE_Y];
     T* p = y.ptr<T>();
     int64_t s = y.strides[0];
     return parallel(k, y.shape[0], kGrain, [&](int64_t b, int64_t e) {
@@ -55,9 +57,9 @@ template <class T> struct Arange {
   }
 };
 
-const RegisterTypes<FillK, float, double, int32_t, int64_t, Bool> reg_fill("fill");
-const RegisterTypes<ZeroK, float, double, int32_t, int64_t, Bool> reg_zero("zero");
-const RegisterTypes<Arange, float, double, int32_t, int64_t> reg_arange("arange");
+const RegisterTypes<FillK, float, double, int32_t, int64_t, Bool> reg_fill(UD_OP_FILL);
+const RegisterTypes<ZeroK, float, double, int32_t, int64_t, Bool> reg_zero(UD_OP_ZERO);
+const RegisterTypes<Arange, float, double, int32_t, int64_t> reg_arange(UD_OP_ARANGE);
 
 }  // namespace
 

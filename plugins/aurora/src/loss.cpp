@@ -9,16 +9,13 @@ namespace {
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
+// One of the op set's choices for the reduction attribute at `idx`.
 bool reduction(Check& ck, int idx, int64_t* out) {
+  if (!ck.choice(idx)) return false;
   const char* s = ck.args()->attrs[idx].value.s;
-  *out = !strcmp(s, "none") ? int64_t(kNone) : !strcmp(s, "mean") ? int64_t(kMean)
-         : !strcmp(s, "sum") ? int64_t(kSum) : -1;
-  if (*out >= 0) return true;
-  return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'reduction' = '%s', expected 'none', 'mean' "
-                 "or 'sum'", s);
+  *out = !strcmp(s, "none") ? int64_t(kNone) : !strcmp(s, "mean") ? int64_t(kMean) : int64_t(kSum);
+  return true;
 }
-
-bool is_int(UD_DType d) { return d.code == UD_DTYPE_INT && (d.bits == 32 || d.bits == 64) && d.lanes == 1; }
 
 // Target i of a [N] or [] target tensor of int32 or int64.
 inline int64_t target_at(const Tensor& t, int64_t i) {
@@ -26,14 +23,16 @@ inline int64_t target_at(const Tensor& t, int64_t i) {
   return t.dtype.bits == 32 ? int64_t(t.ptr<int32_t>()[off]) : t.ptr<int64_t>()[off];
 }
 
-// Shared checks: logp [N, C] or [C], target [N] or [], weight [C].
-bool nll_shapes(Check& ck, int lp, UD_DType dt) {
-  const UD_Tensor &logp = ck.in(lp), &target = ck.in(lp + 1), &weight = ck.in(lp + 2);
+// Shared checks: logp [N, C] or [C], target [N] or [], weight [C] (of nll_loss or its backward).
+bool nll_shapes(Check& ck, bool backward, UD_DType dt) {
+  const UD_Tensor &logp = ck.in(backward ? UD_IN_NLL_LOSS_BACKWARD_LOGP : UD_IN_NLL_LOSS_LOGP),
+                  &target = ck.in(backward ? UD_IN_NLL_LOSS_BACKWARD_TARGET : UD_IN_NLL_LOSS_TARGET),
+                  &weight = ck.in(backward ? UD_IN_NLL_LOSS_BACKWARD_WEIGHT : UD_IN_NLL_LOSS_WEIGHT);
   if (!ck.dtype(logp, "logp", dt) || !ck.ndim(logp, "logp", 1, 2) ||
       !ck.ndim(target, "target", logp.ndim - 1, logp.ndim - 1) ||
       (logp.ndim == 2 && !ck.dim(target, "target", 0, logp.shape[0])))
     return false;
-  if (!is_int(target.dtype))
+  if (int id = ud_dtype_id(target.dtype); id != DType<int32_t>::id && id != DType<int64_t>::id)
     return ck.fail(UD_ERR_INVALID_ARGUMENT, "'target' has dtype %s, expected int32 or int64",
                    ud_kit_dtype_name(target.dtype));
   if (weight.ndim >= 0 && (!ck.dtype(weight, "weight", dt) || !ck.ndim(weight, "weight", 1, 1) ||
@@ -57,23 +56,24 @@ VESIMresult check_targets(VESIMkernel_ctx* k, const char* op, const Tensor& t, i
 
 template <class T> struct NllLoss {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "nll_loss");
+    Check ck(a, UD_OP_NLL_LOSS);
     int64_t red;
-    if (!ck.signature(3, 2, "reduction:s,ignore_index:i") || !nll_shapes(ck, 0, DType<T>::ud) ||
-        !reduction(ck, 0, &red) || !ck.dtypes(DType<T>::ud, 1 << 1) ||
-        !ck.ndim(ck.out(1), "total_weight", 0, 0))
+    const UD_Tensor& loss = ck.out(UD_OUT_NLL_LOSS_LOSS);
+    if (!ck.signature() || !nll_shapes(ck, false, ud_of<T>()) || !reduction(ck, UD_ATTR_NLL_LOSS_REDUCTION, &red) ||
+        !ck.dtypes(ud_of<T>(), skip_in(UD_IN_NLL_LOSS_TARGET)) ||
+        !ck.ndim(ck.out(UD_OUT_NLL_LOSS_TOTAL_WEIGHT), "total_weight", 0, 0))
       return ck.take();
-    if (red == kNone ? !ck.same_shape(ck.out(0), "loss", ck.in(1), "target") : !ck.ndim(ck.out(0), "loss", 0, 0))
+    if (red == kNone ? !ck.same_shape(loss, "loss", ck.in(UD_IN_NLL_LOSS_TARGET), "target") : !ck.ndim(loss, "loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "nll_loss", body, pack(int64_t(red))));
+    return launch(a, make_call(a, UD_OP_NLL_LOSS, body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &lp = c.in[0], &t = c.in[1], &w = c.in[2];
-    int64_t red = c.iparams[0], ignore = c.attrs[1].i;
+    const Tensor &lp = c.in[UD_IN_NLL_LOSS_LOGP], &t = c.in[UD_IN_NLL_LOSS_TARGET], &w = c.in[UD_IN_NLL_LOSS_WEIGHT];
+    int64_t red = c.iparams[0], ignore = c.attrs[UD_ATTR_NLL_LOSS_IGNORE_INDEX].i;
     int64_t n = lp.ndim == 2 ? lp.shape[0] : 1, classes = lp.shape[lp.ndim - 1];
     int64_t rs = lp.ndim == 2 ? lp.strides[0] : 0, cs = lp.strides[lp.ndim - 1];
     if (VESIMresult r = check_targets(k, "nll_loss", t, n, classes, ignore)) return r;
-    Tensor& loss = c.out[0];
+    Tensor& loss = c.out[UD_OUT_NLL_LOSS_LOSS];
     double total = 0, sum = 0;
     for (int64_t i = 0; i < n; i++) {
       int64_t ti = target_at(t, i);
@@ -84,32 +84,37 @@ template <class T> struct NllLoss {
       if (red == kNone) loss.ptr<T>()[loss.ndim ? i * loss.strides[0] : 0] = T(li);
     }
     if (red != kNone) *loss.ptr<T>() = T(red == kMean ? sum / total : sum);
-    *c.out[1].ptr<T>() = T(total);
+    *c.out[UD_OUT_NLL_LOSS_TOTAL_WEIGHT].ptr<T>() = T(total);
     return VESIM_SUCCESS;
   }
 };
 
 template <class T> struct NllLossBackward {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "nll_loss_backward");
+    Check ck(a, UD_OP_NLL_LOSS_BACKWARD);
     int64_t red;
-    if (!ck.signature(5, 1, "reduction:s,ignore_index:i") || !nll_shapes(ck, 1, DType<T>::ud) ||
-        !reduction(ck, 0, &red) || !ck.dtypes(DType<T>::ud, 1 << 2) ||
-        !ck.ndim(ck.in(4), "total_weight", 0, 0) ||
-        !ck.same_shape(ck.out(0), "grad_logp", ck.in(1), "logp"))
+    const UD_Tensor &gl = ck.in(UD_IN_NLL_LOSS_BACKWARD_GRAD_LOSS), &lp = ck.in(UD_IN_NLL_LOSS_BACKWARD_LOGP);
+    if (!ck.signature() || !nll_shapes(ck, true, ud_of<T>()) ||
+        !reduction(ck, UD_ATTR_NLL_LOSS_BACKWARD_REDUCTION, &red) ||
+        !ck.dtypes(ud_of<T>(), skip_in(UD_IN_NLL_LOSS_BACKWARD_TARGET)) ||
+        !ck.ndim(ck.in(UD_IN_NLL_LOSS_BACKWARD_TOTAL_WEIGHT), "total_weight", 0, 0) ||
+        !ck.same_shape(ck.out(UD_OUT_NLL_LOSS_BACKWARD_GRAD_LOGP), "grad_logp", lp, "logp"))
       return ck.take();
-    if (red == kNone ? !ck.same_shape(ck.in(0), "grad_loss", ck.in(2), "target") : !ck.ndim(ck.in(0), "grad_loss", 0, 0))
+    const UD_Tensor& t = ck.in(UD_IN_NLL_LOSS_BACKWARD_TARGET);
+    if (red == kNone ? !ck.same_shape(gl, "grad_loss", t, "target") : !ck.ndim(gl, "grad_loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "nll_loss_backward", body, pack(int64_t(red))));
+    return launch(a, make_call(a, UD_OP_NLL_LOSS_BACKWARD, body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &gl = c.in[0], &lp = c.in[1], &t = c.in[2], &w = c.in[3];
-    int64_t red = c.iparams[0], ignore = c.attrs[1].i;
+    const Tensor &gl = c.in[UD_IN_NLL_LOSS_BACKWARD_GRAD_LOSS], &lp = c.in[UD_IN_NLL_LOSS_BACKWARD_LOGP],
+                 &t = c.in[UD_IN_NLL_LOSS_BACKWARD_TARGET], &w = c.in[UD_IN_NLL_LOSS_BACKWARD_WEIGHT];
+    int64_t red = c.iparams[0], ignore = c.attrs[UD_ATTR_NLL_LOSS_BACKWARD_IGNORE_INDEX].i;
     int64_t n = lp.ndim == 2 ? lp.shape[0] : 1, classes = lp.shape[lp.ndim - 1];
     if (VESIMresult r = check_targets(k, "nll_loss_backward", t, n, classes, ignore)) return r;
     T* g;
-    if (VESIMresult r = dense_out(k, c.out[0], &g, true)) return r;
-    double total = double(*c.in[4].ptr<T>());
+    Tensor& gt = c.out[UD_OUT_NLL_LOSS_BACKWARD_GRAD_LOGP];
+    if (VESIMresult r = dense_out(k, gt, &g, true)) return r;
+    double total = double(*c.in[UD_IN_NLL_LOSS_BACKWARD_TOTAL_WEIGHT].ptr<T>());
     for (int64_t i = 0; i < n; i++) {
       int64_t ti = target_at(t, i);
       if (ti == ignore) continue;
@@ -118,29 +123,31 @@ template <class T> struct NllLossBackward {
       if (red == kMean) gi /= total;
       g[i * classes + ti] = T(-wi * gi);
     }
-    return store(k, c.out[0], g);
+    return store(k, gt, g);
   }
 };
 
 template <class T> struct MseLoss {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "mse_loss");
+    Check ck(a, UD_OP_MSE_LOSS);
     int64_t red;
-    if (!ck.signature(2, 1, "reduction:s") || !ck.dtypes(DType<T>::ud) ||
-        !ck.same_shape(ck.in(1), "target", ck.in(0), "x") || !reduction(ck, 0, &red))
+    const UD_Tensor &x = ck.in(UD_IN_MSE_LOSS_X), &loss = ck.out(UD_OUT_MSE_LOSS_LOSS);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.same_shape(ck.in(UD_IN_MSE_LOSS_TARGET), "target", x, "x") ||
+        !reduction(ck, UD_ATTR_MSE_LOSS_REDUCTION, &red))
       return ck.take();
-    if (red == kNone ? !ck.same_shape(ck.out(0), "loss", ck.in(0), "x") : !ck.ndim(ck.out(0), "loss", 0, 0))
+    if (red == kNone ? !ck.same_shape(loss, "loss", x, "x") : !ck.ndim(loss, "loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "mse_loss", body, pack(int64_t(red))));
+    return launch(a, make_call(a, UD_OP_MSE_LOSS, body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     int64_t red = c.iparams[0];
+    Tensor &xt = c.in[UD_IN_MSE_LOSS_X], &tt = c.in[UD_IN_MSE_LOSS_TARGET], &loss = c.out[UD_OUT_MSE_LOSS_LOSS];
     auto sq = [](T x, T t) { return T((double(x) - double(t)) * (double(x) - double(t))); };
-    if (red == kNone) return map_tensors<T>(k, c.out[0], Types<T, T>{}, c.in, sq);
+    if (red == kNone) return map_tensors<T>(k, loss, Types<T, T>{}, c.in, sq);  // (x, target)
     const T *x, *t;
-    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
-    if (VESIMresult r = dense_in(k, c.in[1], &t)) return r;
-    int64_t n = c.in[0].numel();
+    if (VESIMresult r = dense_in(k, xt, &x)) return r;
+    if (VESIMresult r = dense_in(k, tt, &t)) return r;
+    int64_t n = xt.numel();
     std::vector<double> part(size_t(vesimDevCores(k)), 0.0);
     VESIMresult r = parallel_chunks(k, n, kGrain, [&](int64_t b, int64_t e, int chunk) {
       double s = 0;
@@ -150,42 +157,45 @@ template <class T> struct MseLoss {
     });
     double sum = 0;
     for (double p : part) sum += p;
-    *c.out[0].ptr<T>() = T(red == kMean ? sum / double(n) : sum);
+    *loss.ptr<T>() = T(red == kMean ? sum / double(n) : sum);
     return r;
   }
 };
 
 template <class T> struct MseLossBackward {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "mse_loss_backward");
+    Check ck(a, UD_OP_MSE_LOSS_BACKWARD);
     int64_t red;
-    if (!ck.signature(3, 1, "reduction:s") || !ck.dtypes(DType<T>::ud) ||
-        !ck.same_shape(ck.in(2), "target", ck.in(1), "x") ||
-        !ck.same_shape(ck.out(0), "grad_x", ck.in(1), "x") || !reduction(ck, 0, &red))
+    const UD_Tensor &x = ck.in(UD_IN_MSE_LOSS_BACKWARD_X), &gl = ck.in(UD_IN_MSE_LOSS_BACKWARD_GRAD_LOSS);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) ||
+        !ck.same_shape(ck.in(UD_IN_MSE_LOSS_BACKWARD_TARGET), "target", x, "x") ||
+        !ck.same_shape(ck.out(UD_OUT_MSE_LOSS_BACKWARD_GRAD_X), "grad_x", x, "x") ||
+        !reduction(ck, UD_ATTR_MSE_LOSS_BACKWARD_REDUCTION, &red))
       return ck.take();
-    if (red == kNone ? !ck.same_shape(ck.in(0), "grad_loss", ck.in(1), "x") : !ck.ndim(ck.in(0), "grad_loss", 0, 0))
+    if (red == kNone ? !ck.same_shape(gl, "grad_loss", x, "x") : !ck.ndim(gl, "grad_loss", 0, 0))
       return ck.take();
-    return launch(a, make_call(a, "mse_loss_backward", body, pack(int64_t(red))));
+    return launch(a, make_call(a, UD_OP_MSE_LOSS_BACKWARD, body, pack(int64_t(red))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    int64_t red = c.iparams[0], n = c.in[1].numel();
+    int64_t red = c.iparams[0], n = c.in[UD_IN_MSE_LOSS_BACKWARD_X].numel();
+    Tensor& gx = c.out[UD_OUT_MSE_LOSS_BACKWARD_GRAD_X];
     double norm = red == kMean && n ? 2.0 / double(n) : 2.0;
-    if (red == kNone)
-      return map_tensors<T>(k, c.out[0], Types<T, T, T>{}, c.in, [norm](T g, T x, T t) {
+    if (red == kNone)  // (grad_loss, x, target)
+      return map_tensors<T>(k, gx, Types<T, T, T>{}, c.in, [norm](T g, T x, T t) {
         return T(norm * (double(x) - double(t)) * double(g));
       });
-    double g = n ? double(*c.in[0].ptr<T>()) : 0.0;
-    std::vector<Tensor> xt = {c.in[1], c.in[2]};
-    return map_tensors<T>(k, c.out[0], Types<T, T>{}, xt, [norm, g](T x, T t) {
+    double g = n ? double(*c.in[UD_IN_MSE_LOSS_BACKWARD_GRAD_LOSS].ptr<T>()) : 0.0;
+    std::vector<Tensor> xt = {c.in[UD_IN_MSE_LOSS_BACKWARD_X], c.in[UD_IN_MSE_LOSS_BACKWARD_TARGET]};
+    return map_tensors<T>(k, gx, Types<T, T>{}, xt, [norm, g](T x, T t) {
       return T(norm * (double(x) - double(t)) * g);
     });
   }
 };
 
-const RegisterTypes<NllLoss, float, double> reg_nll("nll_loss");
-const RegisterTypes<NllLossBackward, float, double> reg_nllb("nll_loss_backward");
-const RegisterTypes<MseLoss, float, double> reg_mse("mse_loss");
-const RegisterTypes<MseLossBackward, float, double> reg_mseb("mse_loss_backward");
+const RegisterTypes<NllLoss, float, double> reg_nll(UD_OP_NLL_LOSS);
+const RegisterTypes<NllLossBackward, float, double> reg_nllb(UD_OP_NLL_LOSS_BACKWARD);
+const RegisterTypes<MseLoss, float, double> reg_mse(UD_OP_MSE_LOSS);
+const RegisterTypes<MseLossBackward, float, double> reg_mseb(UD_OP_MSE_LOSS_BACKWARD);
 
 }  // namespace
 

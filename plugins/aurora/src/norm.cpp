@@ -27,21 +27,24 @@ template <class T> inline T at(const Tensor& v, int64_t i, T fallback) {
 
 template <class T> struct BatchNorm {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "batch_norm");
-    if (!ck.signature(5, 3, "training:b,momentum:f,eps:f") || !ck.dtypes(DType<T>::ud) ||
-        !ck.ndim(ck.in(0), "x", 2, kMaxDims) || !ck.same_shape(ck.out(0), "y", ck.in(0), "x"))
+    Check ck(a, UD_OP_BATCH_NORM);
+    const UD_Tensor &x = ck.in(UD_IN_BATCH_NORM_X), &rm = ck.in(UD_IN_BATCH_NORM_RUNNING_MEAN),
+                    &rv = ck.in(UD_IN_BATCH_NORM_RUNNING_VAR);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.ndim(x, "x", 2, kMaxDims) ||
+        !ck.same_shape(ck.out(UD_OUT_BATCH_NORM_Y), "y", x, "x"))
       return ck.take();
-    const UD_Tensor& x = ck.in(0);
     int64_t c = x.shape[1];
-    if (!channel_vec(ck, ck.in(1), "weight", c) || !channel_vec(ck, ck.in(2), "bias", c) ||
-        !channel_vec(ck, ck.in(3), "running_mean", c) || !channel_vec(ck, ck.in(4), "running_var", c) ||
-        !channel_vec(ck, ck.out(1), "save_mean", c) || !channel_vec(ck, ck.out(2), "save_invstd", c))
+    const UD_Tensor &sm = ck.out(UD_OUT_BATCH_NORM_SAVE_MEAN), &si = ck.out(UD_OUT_BATCH_NORM_SAVE_INVSTD);
+    if (!channel_vec(ck, ck.in(UD_IN_BATCH_NORM_WEIGHT), "weight", c) ||
+        !channel_vec(ck, ck.in(UD_IN_BATCH_NORM_BIAS), "bias", c) || !channel_vec(ck, rm, "running_mean", c) ||
+        !channel_vec(ck, rv, "running_var", c) || !channel_vec(ck, sm, "save_mean", c) ||
+        !channel_vec(ck, si, "save_invstd", c))
       return ck.take();
-    bool training = a->attrs[0].value.b;
-    if ((ck.in(3).ndim < 0) != (ck.in(4).ndim < 0))
+    bool training = ud_kit_attr_bool(a, UD_ATTR_BATCH_NORM_TRAINING);
+    if ((rm.ndim < 0) != (rv.ndim < 0))
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: give both running_mean and "
                           "running_var or neither");
-    if (!training && ck.in(3).ndim < 0)
+    if (!training && rm.ndim < 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: running_mean and running_var are "
                           "required when training is false");
     int64_t numel = ud_kit_numel(&x);
@@ -49,18 +52,21 @@ template <class T> struct BatchNorm {
     if (training && numel == 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: training needs at least one "
                           "value per channel (x has none, C = %lld)", (long long)c);
-    return launch(a, make_call(a, "batch_norm", body));
+    return launch(a, make_call(a, UD_OP_BATCH_NORM, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &w = c.in[1], &b = c.in[2], &rm = c.in[3], &rv = c.in[4];
-    Layout L = layout(c.in[0]);
-    bool training = c.attrs[0].i;
-    double momentum = c.attrs[1].f, eps = c.attrs[2].f;
+    const Tensor &w = c.in[UD_IN_BATCH_NORM_WEIGHT], &b = c.in[UD_IN_BATCH_NORM_BIAS],
+                 &rm = c.in[UD_IN_BATCH_NORM_RUNNING_MEAN], &rv = c.in[UD_IN_BATCH_NORM_RUNNING_VAR];
+    Tensor &xt = c.in[UD_IN_BATCH_NORM_X], &yt = c.out[UD_OUT_BATCH_NORM_Y];
+    const Tensor &smt = c.out[UD_OUT_BATCH_NORM_SAVE_MEAN], &sit = c.out[UD_OUT_BATCH_NORM_SAVE_INVSTD];
+    Layout L = layout(xt);
+    bool training = c.attrs[UD_ATTR_BATCH_NORM_TRAINING].i;
+    double momentum = c.attrs[UD_ATTR_BATCH_NORM_MOMENTUM].f, eps = c.attrs[UD_ATTR_BATCH_NORM_EPS].f;
     const T* x;
-    T *y, *sm = c.out[1].ptr<T>(), *si = c.out[2].ptr<T>();
-    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
-    const int64_t sms = c.out[1].strides[0], sis = c.out[2].strides[0];
+    T *y, *sm = smt.ptr<T>(), *si = sit.ptr<T>();
+    if (VESIMresult r = dense_in(k, xt, &x)) return r;
+    if (VESIMresult r = dense_out(k, yt, &y, false)) return r;
+    const int64_t sms = smt.strides[0], sis = sit.strides[0];
     VESIMresult r = parallel(k, L.c, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t ch = cb; ch < ce; ch++) {
         double mean, var;
@@ -101,37 +107,41 @@ template <class T> struct BatchNorm {
         }
       }
     });
-    return r ? r : store(k, c.out[0], y);
+    return r ? r : store(k, yt, y);
   }
 };
 
 template <class T> struct BatchNormBackward {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "batch_norm_backward");
-    if (!ck.signature(5, 3, "training:b") || !ck.dtypes(DType<T>::ud) ||
-        !ck.ndim(ck.in(1), "x", 2, kMaxDims) || !ck.same_shape(ck.in(0), "grad_y", ck.in(1), "x") ||
-        !ck.same_shape(ck.out(0), "grad_x", ck.in(1), "x"))
+    Check ck(a, UD_OP_BATCH_NORM_BACKWARD);
+    const UD_Tensor &x = ck.in(UD_IN_BATCH_NORM_BACKWARD_X), &sm = ck.in(UD_IN_BATCH_NORM_BACKWARD_SAVE_MEAN),
+                    &si = ck.in(UD_IN_BATCH_NORM_BACKWARD_SAVE_INVSTD);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.ndim(x, "x", 2, kMaxDims) ||
+        !ck.same_shape(ck.in(UD_IN_BATCH_NORM_BACKWARD_GRAD_Y), "grad_y", x, "x") ||
+        !ck.same_shape(ck.out(UD_OUT_BATCH_NORM_BACKWARD_GRAD_X), "grad_x", x, "x"))
       return ck.take();
-    int64_t c = ck.in(1).shape[1];
-    if (ck.in(3).ndim < 0 || ck.in(4).ndim < 0)
+    int64_t c = x.shape[1];
+    if (sm.ndim < 0 || si.ndim < 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm_backward: save_mean and save_invstd "
                           "are required");
-    if (!channel_vec(ck, ck.in(2), "weight", c) || !channel_vec(ck, ck.in(3), "save_mean", c) ||
-        !channel_vec(ck, ck.in(4), "save_invstd", c) || !channel_vec(ck, ck.out(1), "grad_weight", c) ||
-        !channel_vec(ck, ck.out(2), "grad_bias", c))
+    const UD_Tensor &gw = ck.out(UD_OUT_BATCH_NORM_BACKWARD_GRAD_WEIGHT), &gb = ck.out(UD_OUT_BATCH_NORM_BACKWARD_GRAD_BIAS);
+    if (!channel_vec(ck, ck.in(UD_IN_BATCH_NORM_BACKWARD_WEIGHT), "weight", c) || !channel_vec(ck, sm, "save_mean", c) ||
+        !channel_vec(ck, si, "save_invstd", c) || !channel_vec(ck, gw, "grad_weight", c) || !channel_vec(ck, gb, "grad_bias", c))
       return ck.take();
-    return launch(a, make_call(a, "batch_norm_backward", body));
+    return launch(a, make_call(a, UD_OP_BATCH_NORM_BACKWARD, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    const Tensor &w = c.in[2], &sm = c.in[3], &si = c.in[4];
-    Layout L = layout(c.in[1]);
-    bool training = c.attrs[0].i;
+    const Tensor &w = c.in[UD_IN_BATCH_NORM_BACKWARD_WEIGHT], &sm = c.in[UD_IN_BATCH_NORM_BACKWARD_SAVE_MEAN],
+                 &si = c.in[UD_IN_BATCH_NORM_BACKWARD_SAVE_INVSTD];
+    Tensor& gxt = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_X];
+    Layout L = layout(c.in[UD_IN_BATCH_NORM_BACKWARD_X]);
+    bool training = c.attrs[UD_ATTR_BATCH_NORM_BACKWARD_TRAINING].i;
     const T *gy, *x;
     T* gx;
-    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[1], &x)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &gx, false)) return r;
-    Tensor &gw = c.out[1], &gb = c.out[2];
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_GRAD_Y], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_X], &x)) return r;
+    if (VESIMresult r = dense_out(k, gxt, &gx, false)) return r;
+    Tensor &gw = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_WEIGHT], &gb = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_BIAS];
     VESIMresult r = parallel(k, L.c, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t ch = cb; ch < ce; ch++) {
         double mean = double(at<T>(sm, ch, T(0))), invstd = double(at<T>(si, ch, T(1)));
@@ -160,12 +170,12 @@ template <class T> struct BatchNormBackward {
         }
       }
     });
-    return r ? r : store(k, c.out[0], gx);
+    return r ? r : store(k, gxt, gx);
   }
 };
 
-const RegisterTypes<BatchNorm, float, double> reg_bn("batch_norm");
-const RegisterTypes<BatchNormBackward, float, double> reg_bnb("batch_norm_backward");
+const RegisterTypes<BatchNorm, float, double> reg_bn(UD_OP_BATCH_NORM);
+const RegisterTypes<BatchNormBackward, float, double> reg_bnb(UD_OP_BATCH_NORM_BACKWARD);
 
 }  // namespace
 

@@ -20,20 +20,31 @@ int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, bool cei
   return o;
 }
 
+// A pooling op's forward and backward share the forward's attribute positions.
+#define SAME_AS(OP, ATTR) UD_ATTR_##OP##_BACKWARD_##ATTR == UD_ATTR_##OP##_##ATTR
+static_assert(SAME_AS(MAX_POOL2D, KERNEL_SIZE) && SAME_AS(MAX_POOL2D, STRIDE) && SAME_AS(MAX_POOL2D, PADDING) &&
+              SAME_AS(MAX_POOL2D, DILATION) && SAME_AS(MAX_POOL2D, CEIL_MODE) && SAME_AS(AVG_POOL2D, KERNEL_SIZE) &&
+              SAME_AS(AVG_POOL2D, STRIDE) && SAME_AS(AVG_POOL2D, PADDING) && SAME_AS(AVG_POOL2D, CEIL_MODE) &&
+              SAME_AS(AVG_POOL2D, COUNT_INCLUDE_PAD) && SAME_AS(ADAPTIVE_AVG_POOL2D, OUTPUT_SIZE), "pooling");
+#undef SAME_AS
+
 // kernel_size, stride, padding, then (max) dilation, ceil_mode or (avg) ceil_mode,
 // count_include_pad. x is the forward input, y the pooled shape to check against.
 bool pool_geometry(Check& ck, bool is_max, const UD_Tensor& x, PoolGeo* g) {
   int64_t ks[2] = {}, st[2] = {}, pd[2] = {}, dl[2] = {1, 1};
-  if (!ck.ndim(x, "x", 4, 4) || !ck.pair(0, 1, ks) || !ck.pair(1, 1, st, ks) ||
-      !ck.pair(2, 0, pd) || (is_max && !ck.pair(3, 1, dl)))
+  const int kks = is_max ? UD_ATTR_MAX_POOL2D_KERNEL_SIZE : UD_ATTR_AVG_POOL2D_KERNEL_SIZE;
+  const int kst = is_max ? UD_ATTR_MAX_POOL2D_STRIDE : UD_ATTR_AVG_POOL2D_STRIDE;
+  const int kpd = is_max ? UD_ATTR_MAX_POOL2D_PADDING : UD_ATTR_AVG_POOL2D_PADDING;
+  if (!ck.ndim(x, "x", 4, 4) || !ck.pair(kks, 1, ks) || !ck.pair(kst, 1, st, ks) ||
+      !ck.pair(kpd, 0, pd) || (is_max && !ck.pair(UD_ATTR_MAX_POOL2D_DILATION, 1, dl)))
     return false;
   if (pd[0] * 2 > ks[0] || pd[1] * 2 > ks[1])
     return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'padding' = (%lld, %lld), expected at most "
                    "half the kernel size", (long long)pd[0], (long long)pd[1]);
-  const UD_Attr* at = ck.args()->attrs;
-  bool ceil_mode = at[is_max ? 4 : 3].value.b;
+  bool ceil_mode = ud_kit_attr_bool(ck.args(), is_max ? UD_ATTR_MAX_POOL2D_CEIL_MODE : UD_ATTR_AVG_POOL2D_CEIL_MODE);
+  bool count_pad = !is_max && ud_kit_attr_bool(ck.args(), UD_ATTR_AVG_POOL2D_COUNT_INCLUDE_PAD);
   *g = PoolGeo{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], 0, 0, ks[0], ks[1], st[0], st[1],
-               pd[0], pd[1], dl[0], dl[1], ceil_mode, is_max ? 0 : at[4].value.b};
+               pd[0], pd[1], dl[0], dl[1], ceil_mode, count_pad};
   g->oh = pool_out(g->h, g->kh, g->sh, g->ph, g->dh, ceil_mode);
   g->ow = pool_out(g->w, g->kw, g->sw, g->pw, g->dw, ceil_mode);
   if (g->oh < 1 || g->ow < 1)
@@ -48,28 +59,26 @@ bool pooled_shape(Check& ck, const UD_Tensor& t, const char* name, const UD_Tens
          ck.dim(t, name, 1, x.shape[1]) && ck.dim(t, name, 2, oh) && ck.dim(t, name, 3, ow);
 }
 
-const char* const kMaxAttrs = "kernel_size:I,stride:I,padding:I,dilation:I,ceil_mode:b";
-const char* const kAvgAttrs = "kernel_size:I,stride:I,padding:I,ceil_mode:b,count_include_pad:b";
-
 template <class T> struct MaxPool {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "max_pool2d");
+    Check ck(a, UD_OP_MAX_POOL2D);
     PoolGeo g;
-    if (!ck.signature(1, 2, kMaxAttrs) || !ck.dtypes(DType<T>::ud, 1 << 17) ||
-        !ck.dtype(ck.out(1), "indices", DType<int64_t>::ud) ||
-        !pool_geometry(ck, true, ck.in(0), &g) || !pooled_shape(ck, ck.out(0), "y", ck.in(0), g.oh, g.ow) ||
-        !pooled_shape(ck, ck.out(1), "indices", ck.in(0), g.oh, g.ow))
+    const UD_Tensor &x = ck.in(UD_IN_MAX_POOL2D_X), &idx = ck.out(UD_OUT_MAX_POOL2D_INDICES);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>(), skip_out(UD_OUT_MAX_POOL2D_INDICES)) ||
+        !ck.dtype(idx, "indices", ud_of<int64_t>()) || !pool_geometry(ck, true, x, &g) ||
+        !pooled_shape(ck, ck.out(UD_OUT_MAX_POOL2D_Y), "y", x, g.oh, g.ow) || !pooled_shape(ck, idx, "indices", x, g.oh, g.ow))
       return ck.take();
-    return launch(a, make_call(a, "max_pool2d", body, pack(g)));
+    return launch(a, make_call(a, UD_OP_MAX_POOL2D, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* x;
     T* y;
     int64_t* idx;
-    if (VESIMresult r = dense_in(k, c.in[0], &x)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
-    if (VESIMresult r = dense_out(k, c.out[1], &idx, false)) return r;
+    Tensor &yt = c.out[UD_OUT_MAX_POOL2D_Y], &it = c.out[UD_OUT_MAX_POOL2D_INDICES];
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_X], &x)) return r;
+    if (VESIMresult r = dense_out(k, yt, &y, false)) return r;
+    if (VESIMresult r = dense_out(k, it, &idx, false)) return r;
     // Each tap (in window order) is a vector pass over the output columns where it is in bounds;
     // the winning tap per column is an integer as wide as T, so that the pass vectorizes.
     using Tap = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
@@ -107,31 +116,33 @@ template <class T> struct MaxPool {
       else if (g.sw == 2) rows(r0, r1, std::integral_constant<int64_t, 2>());
       else rows(r0, r1, g.sw);
     });
-    if (r || (r = store(k, c.out[0], y))) return r;
-    return store(k, c.out[1], idx);
+    if (r || (r = store(k, yt, y))) return r;
+    return store(k, it, idx);
   }
 };
 
 template <class T> struct MaxPoolBackward {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "max_pool2d_backward");
+    Check ck(a, UD_OP_MAX_POOL2D_BACKWARD);
     PoolGeo g;
-    if (!ck.signature(3, 1, kMaxAttrs) || !ck.dtypes(DType<T>::ud, 1 << 2) ||
-        !ck.dtype(ck.in(2), "indices", DType<int64_t>::ud) || !pool_geometry(ck, true, ck.in(1), &g) ||
-        !pooled_shape(ck, ck.in(0), "grad_y", ck.in(1), g.oh, g.ow) ||
-        !pooled_shape(ck, ck.in(2), "indices", ck.in(1), g.oh, g.ow) ||
-        !ck.same_shape(ck.out(0), "grad_x", ck.in(1), "x"))
+    const UD_Tensor &x = ck.in(UD_IN_MAX_POOL2D_BACKWARD_X), &idx = ck.in(UD_IN_MAX_POOL2D_BACKWARD_INDICES);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>(), skip_in(UD_IN_MAX_POOL2D_BACKWARD_INDICES)) ||
+        !ck.dtype(idx, "indices", ud_of<int64_t>()) || !pool_geometry(ck, true, x, &g) ||
+        !pooled_shape(ck, ck.in(UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y), "grad_y", x, g.oh, g.ow) ||
+        !pooled_shape(ck, idx, "indices", x, g.oh, g.ow) ||
+        !ck.same_shape(ck.out(UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X), "grad_x", x, "x"))
       return ck.take();
-    return launch(a, make_call(a, "max_pool2d_backward", body, pack(g)));
+    return launch(a, make_call(a, UD_OP_MAX_POOL2D_BACKWARD, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* gy;
     const int64_t* idx;
     T* gx;
-    if (VESIMresult r = dense_in(k, c.in[0], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[2], &idx)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &gx, true)) return r;
+    Tensor& gxt = c.out[UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X];
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y], &gy)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_INDICES], &idx)) return r;
+    if (VESIMresult r = dense_out(k, gxt, &gx, true)) return r;
     const int64_t plane = g.h * g.w, n = g.oh * g.ow;
     for (int64_t i = 0; i < g.planes * n; i++)  // validated on the device, before any write
       if (idx[i] < 0 || idx[i] >= plane)
@@ -142,7 +153,7 @@ template <class T> struct MaxPoolBackward {
       for (int64_t p = b; p < e; p++)
         for (int64_t i = 0; i < n; i++) gx[p * plane + idx[p * n + i]] += gy[p * n + i];
     });
-    return r ? r : store(k, c.out[0], gx);
+    return r ? r : store(k, gxt, gx);
   }
 };
 
@@ -155,26 +166,30 @@ inline void avg_extent(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, in
   *end = std::min(e, n);
 }
 
+// The backward pooling ops take (grad_y, x) and write grad_x; the forward ones take x, write y.
+static_assert(UD_IN_AVG_POOL2D_BACKWARD_GRAD_Y == 0 && UD_IN_AVG_POOL2D_BACKWARD_X == 1 && UD_IN_AVG_POOL2D_X == 0 &&
+              UD_IN_ADAPTIVE_AVG_POOL2D_BACKWARD_GRAD_Y == 0 && UD_IN_ADAPTIVE_AVG_POOL2D_X == 0, "pooling inputs");
+constexpr int kIn = 0, kGradY = 0, kOut = 0;
+
 template <class T, bool kBackward> struct AvgPool {
-  static constexpr const char* name = kBackward ? "avg_pool2d_backward" : "avg_pool2d";
+  static constexpr int op = kBackward ? UD_OP_AVG_POOL2D_BACKWARD : UD_OP_AVG_POOL2D;
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, name);
+    Check ck(a, op);
     PoolGeo g;
-    const UD_Tensor& x = ck.in(kBackward ? 1 : 0);
-    if (!ck.signature(kBackward ? 2 : 1, 1, kAvgAttrs) || !ck.dtypes(DType<T>::ud) ||
-        !pool_geometry(ck, false, x, &g))
+    const UD_Tensor& x = ck.in(kBackward ? UD_IN_AVG_POOL2D_BACKWARD_X : UD_IN_AVG_POOL2D_X);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !pool_geometry(ck, false, x, &g))
       return ck.take();
-    if (kBackward ? !pooled_shape(ck, ck.in(0), "grad_y", x, g.oh, g.ow) || !ck.same_shape(ck.out(0), "grad_x", x, "x")
-                  : !pooled_shape(ck, ck.out(0), "y", x, g.oh, g.ow))
+    if (kBackward ? !pooled_shape(ck, ck.in(kGradY), "grad_y", x, g.oh, g.ow) || !ck.same_shape(ck.out(kOut), "grad_x", x, "x")
+                  : !pooled_shape(ck, ck.out(kOut), "y", x, g.oh, g.ow))
       return ck.take();
-    return launch(a, make_call(a, name, body, pack(g)));
+    return launch(a, make_call(a, op, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* in;
     T* out;
-    if (VESIMresult r = dense_in(k, c.in[0], &in)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &out, kBackward)) return r;
+    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward)) return r;
     VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; p++)
         for (int64_t oh = 0; oh < g.oh; oh++) {
@@ -200,34 +215,34 @@ template <class T, bool kBackward> struct AvgPool {
           }
         }
     });
-    return r ? r : store(k, c.out[0], out);
+    return r ? r : store(k, c.out[kOut], out);
   }
 };
 
 template <class T, bool kBackward> struct AdaptiveAvgPool {
-  static constexpr const char* name = kBackward ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool2d";
+  static constexpr int op = kBackward ? UD_OP_ADAPTIVE_AVG_POOL2D_BACKWARD : UD_OP_ADAPTIVE_AVG_POOL2D;
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, name);
-    const UD_Tensor& x = ck.in(kBackward ? 1 : 0);
+    Check ck(a, op);
+    const UD_Tensor& x = ck.in(kBackward ? UD_IN_ADAPTIVE_AVG_POOL2D_BACKWARD_X : kIn);
     int64_t os[2] = {};
-    if (!ck.signature(kBackward ? 2 : 1, 1, "output_size:I") || !ck.dtypes(DType<T>::ud) ||
-        !ck.ndim(x, "x", 4, 4) || !ck.pair(0, 1, os))
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.ndim(x, "x", 4, 4) ||
+        !ck.pair(UD_ATTR_ADAPTIVE_AVG_POOL2D_OUTPUT_SIZE, 1, os))
       return ck.take();
     if (ud_kit_numel(&x) != 0 && (x.shape[2] == 0 || x.shape[3] == 0))
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: 'x' has empty H or W", name);
-    if (kBackward ? !pooled_shape(ck, ck.in(0), "grad_y", x, os[0], os[1]) || !ck.same_shape(ck.out(0), "grad_x", x, "x")
-                  : !pooled_shape(ck, ck.out(0), "y", x, os[0], os[1]))
+      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: 'x' has empty H or W", ck.op());
+    if (kBackward ? !pooled_shape(ck, ck.in(kGradY), "grad_y", x, os[0], os[1]) || !ck.same_shape(ck.out(kOut), "grad_x", x, "x")
+                  : !pooled_shape(ck, ck.out(kOut), "y", x, os[0], os[1]))
       return ck.take();
     PoolGeo g{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], os[0], os[1]};
-    return launch(a, make_call(a, name, body, pack(g)));
+    return launch(a, make_call(a, op, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* in;
     T* out;
-    if (VESIMresult r = dense_in(k, c.in[0], &in)) return r;
-    if (VESIMresult r = dense_out(k, c.out[0], &out, kBackward)) return r;
-    if (g.h == 0 || g.w == 0) return store(k, c.out[0], out);
+    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward)) return r;
+    if (g.h == 0 || g.w == 0) return store(k, c.out[kOut], out);
     VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; p++)
         for (int64_t oh = 0; oh < g.oh; oh++) {
@@ -246,7 +261,7 @@ template <class T, bool kBackward> struct AdaptiveAvgPool {
           }
         }
     });
-    return r ? r : store(k, c.out[0], out);
+    return r ? r : store(k, c.out[kOut], out);
   }
 };
 
@@ -255,12 +270,12 @@ template <class T> using AvgB = AvgPool<T, true>;
 template <class T> using AdaF = AdaptiveAvgPool<T, false>;
 template <class T> using AdaB = AdaptiveAvgPool<T, true>;
 
-const RegisterTypes<MaxPool, float, double> reg_max("max_pool2d");
-const RegisterTypes<MaxPoolBackward, float, double> reg_maxb("max_pool2d_backward");
-const RegisterTypes<AvgF, float, double> reg_avg("avg_pool2d");
-const RegisterTypes<AvgB, float, double> reg_avgb("avg_pool2d_backward");
-const RegisterTypes<AdaF, float, double> reg_ada("adaptive_avg_pool2d");
-const RegisterTypes<AdaB, float, double> reg_adab("adaptive_avg_pool2d_backward");
+const RegisterTypes<MaxPool, float, double> reg_max(UD_OP_MAX_POOL2D);
+const RegisterTypes<MaxPoolBackward, float, double> reg_maxb(UD_OP_MAX_POOL2D_BACKWARD);
+const RegisterTypes<AvgF, float, double> reg_avg(UD_OP_AVG_POOL2D);
+const RegisterTypes<AvgB, float, double> reg_avgb(UD_OP_AVG_POOL2D_BACKWARD);
+const RegisterTypes<AdaF, float, double> reg_ada(UD_OP_ADAPTIVE_AVG_POOL2D);
+const RegisterTypes<AdaB, float, double> reg_adab(UD_OP_ADAPTIVE_AVG_POOL2D_BACKWARD);
 
 }  // namespace
 

@@ -17,7 +17,7 @@ template <class T> inline bool isnan_(T v) { return v != v; }
 // A reducer: Acc init(), step(acc, value, index), merge(acc, later acc), finish(acc, count).
 // `empty_ok`: whether an empty reduction has a value (max, min and the arg ops have none).
 template <class T> struct Sum {
-  static constexpr const char* name = "sum";
+  static constexpr int op = UD_OP_SUM;
   static constexpr bool empty_ok = true;
   using Acc = Wide<T>;
   using Out = T;
@@ -27,18 +27,18 @@ template <class T> struct Sum {
   static T finish(Acc a, int64_t) { return T(a); }
 };
 template <class T> struct Mean : Sum<T> {
-  static constexpr const char* name = "mean";
+  static constexpr int op = UD_OP_MEAN;
   static T finish(Wide<T> a, int64_t n) { return T(double(a) / double(n)); }
 };
 template <class T> struct Prod : Sum<T> {
-  static constexpr const char* name = "prod";
+  static constexpr int op = UD_OP_PROD;
   static Wide<T> init() { return 1; }
   static Wide<T> step(Wide<T> a, T v, int64_t) { return a * Wide<T>(v); }
   static Wide<T> merge(Wide<T> a, Wide<T> b) { return a * b; }
 };
 // max/min (nan wins) and argmax/argmin (the index of the first extreme, or of the first nan)
 template <class T, bool kMax, bool kArg> struct Extreme {
-  static constexpr const char* name = kArg ? (kMax ? "argmax" : "argmin") : (kMax ? "max" : "min");
+  static constexpr int op = kArg ? (kMax ? UD_OP_ARGMAX : UD_OP_ARGMIN) : (kMax ? UD_OP_MAX : UD_OP_MIN);
   static constexpr bool empty_ok = false;
   struct Acc {
     T v;
@@ -68,12 +68,20 @@ struct Geometry {
   int64_t nout = 1, nred = 1;
 };
 
+// Every reduction has one input x, one output and the attributes axes, keepdims (sum's
+// positions serve them all).
+constexpr int kX = UD_IN_SUM_X, kY = UD_OUT_SUM_Y, kAxes = UD_ATTR_SUM_AXES,
+              kKeep = UD_ATTR_SUM_KEEPDIMS;
+#define SAME_AS_SUM(ID) UD_ATTR_##ID##_AXES == kAxes && UD_ATTR_##ID##_KEEPDIMS == kKeep
+static_assert(SAME_AS_SUM(MEAN) && SAME_AS_SUM(MAX) && SAME_AS_SUM(MIN) && SAME_AS_SUM(PROD) &&
+              SAME_AS_SUM(ARGMAX) && SAME_AS_SUM(ARGMIN), "reductions read sum's positions");
+
 // Host side: axes (sorted, distinct, in range; empty = all) and y's shape against x's.
 bool check_reduce(Check& ck, bool single_axis, std::vector<bool>& reduced) {
-  const UD_Tensor& x = ck.in(0);
-  const UD_Tensor& y = ck.out(0);
-  const UD_Attr& axes = ck.args()->attrs[0];
-  int keepdims = ck.args()->attrs[1].value.b;
+  const UD_Tensor& x = ck.in(kX);
+  const UD_Tensor& y = ck.out(kY);
+  const UD_Attr& axes = ck.args()->attrs[kAxes];
+  int keepdims = ck.args()->attrs[kKeep].value.b;
   int nd = x.ndim;
   reduced.assign(size_t(std::max(nd, 1)), axes.value.ints.len == 0);
   if (single_axis && axes.value.ints.len > 1)
@@ -104,11 +112,11 @@ bool check_reduce(Check& ck, bool single_axis, std::vector<bool>& reduced) {
 }
 
 Geometry geometry(const Call& c) {
-  const Tensor& x = c.in[0];
-  const Tensor& y = c.out[0];
-  bool keep = c.attrs[1].i != 0;
-  std::vector<bool> red(size_t(std::max(x.ndim, 1)), c.attrs[0].ints.empty());
-  for (int64_t a : c.attrs[0].ints) red[size_t((a + std::max(x.ndim, 1)) % std::max(x.ndim, 1))] = true;
+  const Tensor& x = c.in[kX];
+  const Tensor& y = c.out[kY];
+  bool keep = c.attrs[kKeep].i != 0;
+  std::vector<bool> red(size_t(std::max(x.ndim, 1)), c.attrs[kAxes].ints.empty());
+  for (int64_t a : c.attrs[kAxes].ints) red[size_t((a + std::max(x.ndim, 1)) % std::max(x.ndim, 1))] = true;
   Geometry g;
   int yd = 0;
   for (int d = 0; d < x.ndim; d++) {
@@ -151,25 +159,25 @@ typename R::Acc reduce_range(const T* x, const Geometry& g, int64_t b, int64_t e
 
 template <template <class> class R, class T>
 struct Reduce {
-  static constexpr const char* name = R<T>::name;
+  static constexpr int op = R<T>::op;
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, name);
+    Check ck(a, op);
     std::vector<bool> reduced;
     using Out = typename R<T>::Out;
-    if (!ck.signature(1, 1, "axes:I,keepdims:b") || !ck.dtypes(DType<T>::ud, 1 << 16) ||
-        !ck.dtype(ck.out(0), "y", DType<Out>::ud) ||
+    if (!ck.signature() || !ck.dtypes(ud_of<T>(), skip_out(kY)) ||
+        !ck.dtype(ck.out(kY), "y", ud_of<Out>()) ||
         !check_reduce(ck, !std::is_same_v<Out, T>, reduced))
       return ck.take();
-    if (!R<T>::empty_ok && ud_kit_numel(&ck.in(0)) == 0 && ud_kit_numel(&ck.out(0)) != 0)
+    if (!R<T>::empty_ok && ud_kit_numel(&ck.in(kX)) == 0 && ud_kit_numel(&ck.out(kY)) != 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: input 'x' is empty along a reduced axis",
-                          name);
-    return launch(a, make_call(a, name, body));
+                          ck.op());
+    return launch(a, make_call(a, op, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     using Rd = R<T>;
     Geometry g = geometry(c);
-    const T* x = c.in[0].ptr<T>();
-    auto* y = c.out[0].ptr<typename Rd::Out>();
+    const T* x = c.in[kX].ptr<T>();
+    auto* y = c.out[kY].ptr<typename Rd::Out>();
     if (g.nout == 0) return VESIM_SUCCESS;
     int cores = vesimDevCores(k);
     if (g.nout >= cores || g.nred < kGrain) {
@@ -208,13 +216,13 @@ template <class T> using ProdK = Reduce<Prod, T>;
 template <class T> using ArgmaxK = Reduce<Argmax, T>;
 template <class T> using ArgminK = Reduce<Argmin, T>;
 #define NUMERIC float, double, int32_t, int64_t
-const RegisterTypes<SumK, NUMERIC> reg_sum("sum");
-const RegisterTypes<MeanK, float, double> reg_mean("mean");
-const RegisterTypes<MaxK, NUMERIC> reg_max("max");
-const RegisterTypes<MinK, NUMERIC> reg_min("min");
-const RegisterTypes<ProdK, NUMERIC> reg_prod("prod");
-const RegisterTypes<ArgmaxK, NUMERIC> reg_argmax("argmax");
-const RegisterTypes<ArgminK, NUMERIC> reg_argmin("argmin");
+const RegisterTypes<SumK, NUMERIC> reg_sum(UD_OP_SUM);
+const RegisterTypes<MeanK, float, double> reg_mean(UD_OP_MEAN);
+const RegisterTypes<MaxK, NUMERIC> reg_max(UD_OP_MAX);
+const RegisterTypes<MinK, NUMERIC> reg_min(UD_OP_MIN);
+const RegisterTypes<ProdK, NUMERIC> reg_prod(UD_OP_PROD);
+const RegisterTypes<ArgmaxK, NUMERIC> reg_argmax(UD_OP_ARGMAX);
+const RegisterTypes<ArgminK, NUMERIC> reg_argmin(UD_OP_ARGMIN);
 
 }  // namespace
 

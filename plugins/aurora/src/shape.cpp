@@ -17,10 +17,10 @@ Tensor slice_of(const Tensor& out, const int64_t* start, const int64_t* shape) {
 
 template <class T> struct Concat {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "concat");
-    if (!ck.signature(-1, 1, "axis:i") || !ck.dtypes(DType<T>::ud)) return ck.take();
-    const UD_Tensor& first = ck.in(0);
-    int64_t nd = first.ndim, axis = a->attrs[0].value.i;
+    Check ck(a, UD_OP_CONCAT);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>())) return ck.take();
+    const UD_Tensor& first = ck.in(UD_IN_CONCAT_TENSORS);
+    int64_t nd = first.ndim, axis = ud_kit_attr_int(a, UD_ATTR_CONCAT_AXIS);
     if (nd < 1)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "concat: 'tensors[0]' is 0-d, expected ndim >= 1");
     if (axis < -nd || axis >= nd)
@@ -37,16 +37,17 @@ template <class T> struct Concat {
         if (d != axis && !ck.dim(t, name, d, first.shape[d])) return ck.take();
       total += t.shape[axis];
     }
-    if (!ck.ndim(ck.out(0), "out", int(nd), int(nd)) || !ck.dim(ck.out(0), "out", int(axis), total))
+    const UD_Tensor& out = ck.out(UD_OUT_CONCAT_OUT);
+    if (!ck.ndim(out, "out", int(nd), int(nd)) || !ck.dim(out, "out", int(axis), total))
       return ck.take();
     for (int d = 0; d < nd; d++)
-      if (d != axis && !ck.dim(ck.out(0), "out", d, first.shape[d])) return ck.take();
-    return launch(a, make_call(a, "concat", body, pack(int64_t(axis))));
+      if (d != axis && !ck.dim(out, "out", d, first.shape[d])) return ck.take();
+    return launch(a, make_call(a, UD_OP_CONCAT, body, pack(int64_t(axis))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     int64_t axis = c.iparams[0], start[kMaxDims] = {};
-    for (Tensor& t : c.in) {
-      Tensor dst = slice_of(c.out[0], start, t.shape);
+    for (Tensor& t : c.in) {  // every input is one of the variadic tensors
+      Tensor dst = slice_of(c.out[UD_OUT_CONCAT_OUT], start, t.shape);
       Tensor* src[1] = {&t};
       if (VESIMresult r = map_views<T, T>(k, dst, src, [](T v) { return v; })) return r;
       start[axis] += t.shape[axis];
@@ -57,41 +58,41 @@ template <class T> struct Concat {
 
 template <class T> struct PadConstant {
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, "pad_constant");
-    if (!ck.signature(1, 1, "pads:I,value:f") || !ck.dtypes(DType<T>::ud)) return ck.take();
-    const UD_Tensor& x = ck.in(0);
-    const UD_Attr& pads = a->attrs[0];
+    Check ck(a, UD_OP_PAD_CONSTANT);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>())) return ck.take();
+    const UD_Tensor &x = ck.in(UD_IN_PAD_CONSTANT_X), &y = ck.out(UD_OUT_PAD_CONSTANT_Y);
+    const UD_Attr& pads = a->attrs[UD_ATTR_PAD_CONSTANT_PADS];
     if (pads.value.ints.len != 2 * x.ndim)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "pad_constant: attribute 'pads' has %lld values, "
                           "expected %d (before, after per dim)", (long long)pads.value.ints.len,
                           2 * x.ndim);
-    if (!ck.ndim(ck.out(0), "y", x.ndim, x.ndim)) return ck.take();
+    if (!ck.ndim(y, "y", x.ndim, x.ndim)) return ck.take();
     for (int d = 0; d < x.ndim; d++) {
       int64_t b = pads.value.ints.data[2 * d], e = pads.value.ints.data[2 * d + 1];
       if (b < 0 || e < 0)
         return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "pad_constant: attribute 'pads' has a negative "
                             "value for dim %d", d);
-      if (!ck.dim(ck.out(0), "y", d, x.shape[d] + b + e)) return ck.take();
+      if (!ck.dim(y, "y", d, x.shape[d] + b + e)) return ck.take();
     }
-    if (UD_Error* e = ud_kit_check_scalar("pad_constant", "value", a->attrs[1].value.f, x.dtype, 0))
-      return e;
-    return launch(a, make_call(a, "pad_constant", body));
+    UD_KIT_TRY(ud_kit_check_scalar("pad_constant", "value",
+                                   ud_kit_attr_float(a, UD_ATTR_PAD_CONSTANT_VALUE), x.dtype, 0));
+    return launch(a, make_call(a, UD_OP_PAD_CONSTANT, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
-    T v = convert<T>(c.attrs[1].f);
-    Tensor& y = c.out[0];
+    T v = convert<T>(c.attrs[UD_ATTR_PAD_CONSTANT_VALUE].f);
+    Tensor &y = c.out[UD_OUT_PAD_CONSTANT_Y], &x = c.in[UD_IN_PAD_CONSTANT_X];
     if (VESIMresult r = map_views<T>(k, y, nullptr, [v]() { return v; })) return r;
     int64_t start[kMaxDims] = {};
-    for (int d = 0; d < y.ndim; d++) start[d] = c.attrs[0].ints[size_t(2 * d)];
-    Tensor dst = slice_of(y, start, c.in[0].shape);
-    Tensor* src[1] = {&c.in[0]};
+    for (int d = 0; d < y.ndim; d++) start[d] = c.attrs[UD_ATTR_PAD_CONSTANT_PADS].ints[size_t(2 * d)];
+    Tensor dst = slice_of(y, start, x.shape);
+    Tensor* src[1] = {&x};
     return map_views<T, T>(k, dst, src, [](T x) { return x; });
   }
 };
 
 #define ALL float, double, int32_t, int64_t, Bool
-const RegisterTypes<Concat, ALL> reg_concat("concat");
-const RegisterTypes<PadConstant, ALL> reg_pad("pad_constant");
+const RegisterTypes<Concat, ALL> reg_concat(UD_OP_CONCAT);
+const RegisterTypes<PadConstant, ALL> reg_pad(UD_OP_PAD_CONSTANT);
 
 }  // namespace
 

@@ -9,21 +9,27 @@ namespace aurora {
 namespace {
 
 enum Kind { kSoftmax, kLogSoftmax, kSoftmaxBackward, kLogSoftmaxBackward };
-const char* const kNames[] = {"softmax", "log_softmax", "softmax_backward", "log_softmax_backward"};
+const int kOps[] = {UD_OP_SOFTMAX, UD_OP_LOG_SOFTMAX, UD_OP_SOFTMAX_BACKWARD,
+                    UD_OP_LOG_SOFTMAX_BACKWARD};
+// one body: input 0 is x (grad_y backward), input 1 y, attribute 0 the axis, for all four
+static_assert(UD_ATTR_SOFTMAX_AXIS == 0 && UD_ATTR_LOG_SOFTMAX_AXIS == 0 &&
+              UD_ATTR_SOFTMAX_BACKWARD_AXIS == 0 && UD_ATTR_LOG_SOFTMAX_BACKWARD_AXIS == 0 &&
+              UD_IN_SOFTMAX_BACKWARD_Y == 1 && UD_IN_LOG_SOFTMAX_BACKWARD_Y == 1, "softmax signatures");
+constexpr int kAxis = UD_ATTR_SOFTMAX_AXIS;
 
 template <class T, int K> struct Softmax {
   static constexpr bool kBackward = K >= kSoftmaxBackward;
   static UD_Error* run(const UD_KernelArgs* a) {
-    Check ck(a, kNames[K]);
-    if (!ck.signature(kBackward ? 2 : 1, 1, "axis:i") || !ck.dtypes(DType<T>::ud) ||
+    Check ck(a, kOps[K]);
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) ||
         !ck.same_shape(ck.out(0), "output", ck.in(0), "input 0") ||
-        (kBackward && !ck.same_shape(ck.in(1), "y", ck.in(0), "grad_y")))
+        (kBackward && !ck.same_shape(ck.in(UD_IN_SOFTMAX_BACKWARD_Y), "y", ck.in(0), "grad_y")))
       return ck.take();
-    int64_t nd = std::max(ck.in(0).ndim, 1), axis = a->attrs[0].value.i;
+    int64_t nd = std::max(ck.in(0).ndim, 1), axis = ud_kit_attr_int(a, kAxis);
     if (axis < -nd || axis >= nd)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute 'axis' = %lld, expected in "
-                          "[%lld, %lld)", kNames[K], (long long)axis, (long long)-nd, (long long)nd);
-    return launch(a, make_call(a, kNames[K], body, pack(int64_t((axis + nd) % nd))));
+                          "[%lld, %lld)", ck.op(), (long long)axis, (long long)-nd, (long long)nd);
+    return launch(a, make_call(a, kOps[K], body, pack(int64_t((axis + nd) % nd))));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor& t = c.in[0];
@@ -72,10 +78,10 @@ template <class T> using LogSoftmaxK = Softmax<T, kLogSoftmax>;
 template <class T> using SoftmaxBackK = Softmax<T, kSoftmaxBackward>;
 template <class T> using LogSoftmaxBackK = Softmax<T, kLogSoftmaxBackward>;
 
-const RegisterTypes<SoftmaxK, float, double> reg_sm("softmax");
-const RegisterTypes<LogSoftmaxK, float, double> reg_lsm("log_softmax");
-const RegisterTypes<SoftmaxBackK, float, double> reg_smb("softmax_backward");
-const RegisterTypes<LogSoftmaxBackK, float, double> reg_lsmb("log_softmax_backward");
+const RegisterTypes<SoftmaxK, float, double> reg_sm(UD_OP_SOFTMAX);
+const RegisterTypes<LogSoftmaxK, float, double> reg_lsm(UD_OP_LOG_SOFTMAX);
+const RegisterTypes<SoftmaxBackK, float, double> reg_smb(UD_OP_SOFTMAX_BACKWARD);
+const RegisterTypes<LogSoftmaxBackK, float, double> reg_lsmb(UD_OP_LOG_SOFTMAX_BACKWARD);
 
 }  // namespace
 

@@ -66,6 +66,35 @@ print(api.device_count(), api.properties(2).total_memory)
     assert r.stdout.split() == ["no", "devices", "0"], r.stderr
 
 
+def test_mem_device_asks_the_allocation_table() -> None:
+    """ABI 1.1: the device comes from vesim's table, not from the pointer's device bits alone."""
+    code = """
+from unidev.core import discovery
+from unidev.conformance import abi
+api = abi.Api(discovery.get("aurora").library.api_address)
+assert api.table.abi_minor >= 1 and api.has("mem_device")
+hs = [(d, api.alloc(d, 0, 100)) for d in range(3)]
+print([api.mem_device(h + off) for d, h in hs for off in (0, 99)])
+def refused(h):
+    try:
+        api.mem_device(h)
+    except abi.PluginError as e:
+        return e.code_name
+    return "accepted"
+d2, h2 = hs[2]
+invented = (2 << 59) | (4000 << 37)  # device 2's layout, an index never handed out
+print(refused(h2 + 100), refused(invented), refused(0), refused(31 << 59 | 1 << 37))
+api.call("mem_free", 2, 0, h2)
+api.call("stream_synchronize", 0)
+print(refused(h2), refused(h2 + 5))
+"""
+    r = run_python(code, {"VESIM_DEVICES": "3"})
+    lines = r.stdout.splitlines()
+    assert lines[0] == "[0, 0, 1, 1, 2, 2]", r.stderr
+    assert lines[1].split() == ["UNKNOWN_HANDLE"] * 4, r.stdout + r.stderr
+    assert lines[2].split() == ["UNKNOWN_HANDLE"] * 2, r.stdout + r.stderr
+
+
 def test_latency_model() -> None:
     code = """
 import ctypes, time
