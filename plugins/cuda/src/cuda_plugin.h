@@ -1,6 +1,6 @@
-/* cuda_plugin.h — what the plugin's translation units share: the op table and argument checks
- * (plain C++, no CUDA, so they build and unit-test without a GPU) and the launch entry points
- * the CUDA files implement. */
+/* cuda_plugin.h — what the plugin's translation units share: which launcher serves each op, the
+ * argument checks (plain C++, no CUDA, so they build and unit-test without a GPU) and the launch
+ * entry points the CUDA files implement. Op signatures and dtypes come from ops.h. */
 #ifndef UNIDEV_CUDA_PLUGIN_H_
 #define UNIDEV_CUDA_PLUGIN_H_
 
@@ -18,7 +18,7 @@ enum Family {
   F_SOFTMAX, F_SOFTMAX_B, F_NLL, F_NLL_B, F_MSE, F_MSE_B, F_CONCAT, F_PAD, F_COUNT
 };
 
-/* Elementwise and reduction op codes (OpInfo::code within F_EW / F_REDUCE / F_ARG / ...). */
+/* Elementwise and reduction kernel codes (OpInfo::code within F_EW / F_REDUCE / F_ARG / ...). */
 enum EwCode {
   E_NEG, E_ABS, E_EXP, E_LOG, E_SQRT, E_RSQRT, E_RECIP, E_SIN, E_COS, E_TANH, E_SIGMOID, E_RELU,
   E_GELU, E_ERF, E_FLOOR, E_CEIL, E_ROUND, E_SIGN, E_SQUARE, E_NOT,
@@ -28,31 +28,66 @@ enum EwCode {
 enum ReduceCode { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_ARGMAX, R_ARGMIN };
 enum SoftmaxCode { S_SOFTMAX, S_LOG_SOFTMAX };
 
-/* dtype bits */
-constexpr unsigned DT_F32 = 1, DT_F64 = 2, DT_I32 = 4, DT_I64 = 8, DT_BOOL = 16, DT_F16 = 32,
-                   DT_BF16 = 64, DT_FLOAT = DT_F32 | DT_F64, DT_INT = DT_I32 | DT_I64,
-                   DT_NUMERIC = DT_FLOAT | DT_INT, DT_ALL = DT_NUMERIC | DT_BOOL,
-                   DT_DENSE = DT_FLOAT | DT_F16 | DT_BF16;
+/* UD_DTM_* bit of a dtype (ops.h ids); 0 for one that is not a unidev dtype */
+inline unsigned dtype_bit(UD_DType d) { return ud_dtype_id(d) < 0 ? 0u : 1u << ud_dtype_id(d); }
+/* the dtypes cuBLAS / cuDNN ops take beyond the op set's: half precision */
+constexpr unsigned DT_HALF = UD_DTM_FLOAT16 | UD_DTM_BFLOAT16, DT_DENSE = UD_DTM_FLOAT_GROUP | DT_HALF;
 
-/* One op. `attrs` spells the attribute types in op-set order: i int, f float, b bool, s str,
- * I ints. `dtypes` are the dtypes of the first input (first output for no-input ops). */
+constexpr unsigned kKnownDtypes = UD_DTM_ALL | DT_HALF; /* every dtype some kernel takes */
+
+/* Attribute positions one launcher reads for several ops: ops.h's, asserted equal across them. */
+#define UDC_SAME2(A, B, ATTR) (UD_ATTR_##A##_##ATTR == UD_ATTR_##B##_##ATTR)
+constexpr int kReduceAxes = UD_ATTR_SUM_AXES, kReduceKeepdims = UD_ATTR_SUM_KEEPDIMS;
+static_assert(UDC_SAME2(SUM, MEAN, AXES) && UDC_SAME2(SUM, MAX, AXES) && UDC_SAME2(SUM, MIN, AXES) &&
+              UDC_SAME2(SUM, PROD, AXES) && UDC_SAME2(SUM, ARGMAX, AXES) && UDC_SAME2(SUM, ARGMIN, AXES) &&
+              UDC_SAME2(SUM, MEAN, KEEPDIMS) && UDC_SAME2(SUM, MAX, KEEPDIMS) && UDC_SAME2(SUM, MIN, KEEPDIMS) &&
+              UDC_SAME2(SUM, PROD, KEEPDIMS) && UDC_SAME2(SUM, ARGMAX, KEEPDIMS) &&
+              UDC_SAME2(SUM, ARGMIN, KEEPDIMS), "reductions");
+constexpr int kSoftmaxAxis = UD_ATTR_SOFTMAX_AXIS;
+static_assert(UDC_SAME2(SOFTMAX, LOG_SOFTMAX, AXIS) && UDC_SAME2(SOFTMAX, SOFTMAX_BACKWARD, AXIS) &&
+              UDC_SAME2(SOFTMAX, LOG_SOFTMAX_BACKWARD, AXIS), "softmax");
+constexpr int kLossReduction = UD_ATTR_NLL_LOSS_REDUCTION, kNllIgnore = UD_ATTR_NLL_LOSS_IGNORE_INDEX;
+static_assert(UDC_SAME2(NLL_LOSS, NLL_LOSS_BACKWARD, REDUCTION) && UDC_SAME2(NLL_LOSS, MSE_LOSS, REDUCTION) &&
+              UDC_SAME2(NLL_LOSS, MSE_LOSS_BACKWARD, REDUCTION) &&
+              UDC_SAME2(NLL_LOSS, NLL_LOSS_BACKWARD, IGNORE_INDEX), "losses");
+/* pooling: kernel_size, stride, padding lead in all four; the rest per kind (max or avg) */
+constexpr int kPoolKernelSize = UD_ATTR_MAX_POOL2D_KERNEL_SIZE, kPoolStride = UD_ATTR_MAX_POOL2D_STRIDE,
+              kPoolPadding = UD_ATTR_MAX_POOL2D_PADDING, kAdaptiveSize = UD_ATTR_ADAPTIVE_AVG_POOL2D_OUTPUT_SIZE;
+#define UDC_POOL(B) (UDC_SAME2(MAX_POOL2D, B, KERNEL_SIZE) && UDC_SAME2(MAX_POOL2D, B, STRIDE) && \
+                     UDC_SAME2(MAX_POOL2D, B, PADDING))
+static_assert(UDC_POOL(MAX_POOL2D_BACKWARD) && UDC_POOL(AVG_POOL2D) && UDC_POOL(AVG_POOL2D_BACKWARD) &&
+              UDC_SAME2(MAX_POOL2D, MAX_POOL2D_BACKWARD, DILATION) &&
+              UDC_SAME2(MAX_POOL2D, MAX_POOL2D_BACKWARD, CEIL_MODE) &&
+              UDC_SAME2(AVG_POOL2D, AVG_POOL2D_BACKWARD, CEIL_MODE) &&
+              UDC_SAME2(AVG_POOL2D, AVG_POOL2D_BACKWARD, COUNT_INCLUDE_PAD) &&
+              UDC_SAME2(ADAPTIVE_AVG_POOL2D, ADAPTIVE_AVG_POOL2D_BACKWARD, OUTPUT_SIZE), "pooling");
+/* conv: the backward ops lead with the shape they produce; stride..algorithm follow in a run
+ * that starts at conv_first(family), offsets kConv* */
+constexpr int kConvShape = UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, kConvStride = 0, kConvPadding = 1,
+              kConvDilation = 2, kConvGroups = 3, kConvAlgorithm = 4;
+#define UDC_CONV(OP) (UD_ATTR_##OP##_PADDING == UD_ATTR_##OP##_STRIDE + kConvPadding && \
+                      UD_ATTR_##OP##_DILATION == UD_ATTR_##OP##_STRIDE + kConvDilation && \
+                      UD_ATTR_##OP##_GROUPS == UD_ATTR_##OP##_STRIDE + kConvGroups && \
+                      UD_ATTR_##OP##_ALGORITHM == UD_ATTR_##OP##_STRIDE + kConvAlgorithm)
+static_assert(UDC_CONV(CONV2D) && UDC_CONV(CONV2D_BACKWARD_INPUT) && UDC_CONV(CONV2D_BACKWARD_WEIGHT) &&
+              kConvShape == UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, "conv");
+
+/* One op as this plugin runs it: its UD_OpId and name (ops.h), its launcher family and kernel
+ * code, and the dtypes of its first input (first output for no-input ops) it has kernels for:
+ * the op set's, plus half precision for the dense ops. */
 struct OpInfo {
   const char* name;
+  int id;
   Family family;
   int code;
-  int num_inputs;  /* -1: variadic */
-  int num_outputs;
-  const char* attrs;
   unsigned dtypes;
 };
 
-int op_count();
-const OpInfo& op_at(int index);
+const OpInfo& op_at(int id); /* a UD_OpId */
 const OpInfo* op_find(const char* name);
-unsigned dtype_bit(UD_DType d);              /* 0 for a dtype the plugin does not know */
-bool dtype_from_name(const char* name, UD_DType* out);
 
-/* Every check that needs no device: counts, attribute types and values, dtypes, shapes. */
+/* Every check that needs no device: the op set's signature (ud_kit_check_signature), then
+ * dtypes, attribute values and shapes. */
 UD_Error* check_args(const OpInfo& op, const UD_KernelArgs* a);
 
 /* ---- helpers shared by the checker and the launchers ----------------------------------------- */
@@ -70,7 +105,11 @@ struct PoolGeom {
   Pair k, stride, pad, dil;
   bool ceil_mode, count_include_pad;
 };
-/* Geometry from x's shape, the weight shape and the attrs starting at `first` (stride...). */
+inline int conv_first(Family f) {
+  return f == F_CONV ? UD_ATTR_CONV2D_STRIDE
+         : f == F_CONV_BI ? UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE : UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE;
+}
+/* Geometry from x's shape, the weight shape and the attrs starting at conv_first (stride...). */
 UD_Error* conv_geometry(const char* op, const int64_t* x, const int64_t* w, const UD_Attr* attrs,
                         ConvGeom* g);
 UD_Error* pool_geometry(const char* op, const int64_t* x, const UD_Attr* attrs, bool has_dilation,
@@ -109,12 +148,11 @@ UD_Error* strided_copy(const UD_Tensor& x, const UD_Tensor& y, void* stream);
 /* Errors found while kernels run (a target out of range) land in host-mapped memory and are
  * reported by the next synchronizing call. */
 struct DeviceFault {
-  int32_t code; /* 0: none; else 1 + op index */
+  int32_t code; /* 0: none; else 1 + the op's UD_OpId */
   int32_t pad;
   int64_t value, limit;
 };
 DeviceFault* device_fault_slot(int device); /* device-visible pointer */
-int op_index(const OpInfo& op);
 
 /* CUDA error → UD_Error with CUDA's name and message; NULL for cudaSuccess */
 UD_Error* cuda_error(int status, const char* what);

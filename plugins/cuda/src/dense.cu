@@ -19,9 +19,9 @@ struct BlasType {
 };
 BlasType blas_type(UD_DType d) {
   switch (dtype_bit(d)) {
-    case DT_F64: return {CUDA_R_64F, BLAS_COMPUTE_64F, true};
-    case DT_F16: return {CUDA_R_16F, BLAS_COMPUTE_32F, false};
-    case DT_BF16: return {CUDA_R_16BF, BLAS_COMPUTE_32F, false};
+    case UD_DTM_FLOAT64: return {CUDA_R_64F, BLAS_COMPUTE_64F, true};
+    case UD_DTM_FLOAT16: return {CUDA_R_16F, BLAS_COMPUTE_32F, false};
+    case UD_DTM_BFLOAT16: return {CUDA_R_16BF, BLAS_COMPUTE_32F, false};
     default: return {CUDA_R_32F, BLAS_COMPUTE_32F, false};
   }
 }
@@ -213,9 +213,9 @@ __global__ void k_add_bias(T* y, const T* b, int64_t n, int64_t plane, int64_t K
 
 int dnn_type(UD_DType d) {
   switch (dtype_bit(d)) {
-    case DT_F64: return DNN_DOUBLE;
-    case DT_F16: return DNN_HALF;
-    case DT_BF16: return DNN_BFLOAT16;
+    case UD_DTM_FLOAT64: return DNN_DOUBLE;
+    case UD_DTM_FLOAT16: return DNN_HALF;
+    case UD_DTM_BFLOAT16: return DNN_BFLOAT16;
     default: return DNN_FLOAT;
   }
 }
@@ -393,10 +393,10 @@ UD_Error* launch_matmul(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
   }
   double alpha = 1.0, beta = 0.0;
   if (op.family == F_GEMM) {
-    alpha = a->attrs[0].value.f;
-    if (ud_kit_present(&a->inputs[2])) {
-      beta = a->attrs[1].value.f;
-      if (UD_Error* e = strided_copy(a->inputs[2], tmp, s)) return e;
+    alpha = ud_kit_attr_float(a, UD_ATTR_GEMM_ALPHA);
+    if (ud_kit_present(&a->inputs[UD_IN_GEMM_C])) {
+      beta = ud_kit_attr_float(a, UD_ATTR_GEMM_BETA);
+      if (UD_Error* e = strided_copy(a->inputs[UD_IN_GEMM_C], tmp, s)) return e;
     }
   }
   /* batch dims: collapse jointly; the innermost goes to cuBLAS's strided batch, the rest loop */
@@ -427,10 +427,10 @@ UD_Error* launch_matmul(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
 UD_Error* launch_conv(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   cudaStream_t s = (cudaStream_t)stream;
   const Family f = op.family;
-  const int first = f == F_CONV ? 0 : 1;
+  const int first = conv_first(f);
   const UD_Tensor &in0 = a->inputs[0], &in1 = a->inputs[1], &out = a->outputs[0];
-  const int64_t* xs = f == F_CONV ? in0.shape : f == F_CONV_BW ? in1.shape : a->attrs[0].value.ints.data;
-  const int64_t* ws = f == F_CONV_BW ? a->attrs[0].value.ints.data : in1.shape;
+  const int64_t* xs = f == F_CONV ? in0.shape : f == F_CONV_BW ? in1.shape : a->attrs[kConvShape].value.ints.data;
+  const int64_t* ws = f == F_CONV_BW ? a->attrs[kConvShape].value.ints.data : in1.shape;
   ConvGeom g;
   if (UD_Error* e = conv_geometry(op.name, xs, ws, a->attrs + first, &g)) return e;
   if (!ud_kit_numel(&out)) return nullptr;
@@ -448,7 +448,7 @@ UD_Error* launch_conv(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
     if (UD_Error* e = cuda_error(cudaMemsetAsync(o, 0, ud_kit_numel(&out) * itemsize(out), s), op.name))
       return e;
   } else {
-    const char* alg = a->attrs[first + 4].value.s;
+    const char* alg = a->attrs[first + kConvAlgorithm].value.s;
     const char* why = "";
     bool use_dnn = !strcmp(alg, "cudnn") || (!strcmp(alg, "auto") && dnn(&why));
     bool use_i2c = !strcmp(alg, "im2col") || (!strcmp(alg, "auto") && !use_dnn && blas(&why));

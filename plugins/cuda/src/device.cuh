@@ -114,13 +114,13 @@ template <> __device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16
 template <unsigned Allowed, class F>
 UD_Error* by_dtype(UD_DType d, const char* op, F&& f) {
   switch (dtype_bit(d) & Allowed) {
-    case DT_F32: if constexpr (Allowed & DT_F32) return f(float{}); break;
-    case DT_F64: if constexpr (Allowed & DT_F64) return f(double{}); break;
-    case DT_I32: if constexpr (Allowed & DT_I32) return f(int32_t{}); break;
-    case DT_I64: if constexpr (Allowed & DT_I64) return f(int64_t{}); break;
-    case DT_BOOL: if constexpr (Allowed & DT_BOOL) return f(bool{}); break;
-    case DT_F16: if constexpr (Allowed & DT_F16) return f(__half{}); break;
-    case DT_BF16: if constexpr (Allowed & DT_BF16) return f(__nv_bfloat16{}); break;
+    case UD_DTM_FLOAT32: if constexpr (Allowed & UD_DTM_FLOAT32) return f(float{}); break;
+    case UD_DTM_FLOAT64: if constexpr (Allowed & UD_DTM_FLOAT64) return f(double{}); break;
+    case UD_DTM_INT32: if constexpr (Allowed & UD_DTM_INT32) return f(int32_t{}); break;
+    case UD_DTM_INT64: if constexpr (Allowed & UD_DTM_INT64) return f(int64_t{}); break;
+    case UD_DTM_BOOL: if constexpr (Allowed & UD_DTM_BOOL) return f(bool{}); break;
+    case UD_DTM_FLOAT16: if constexpr (Allowed & UD_DTM_FLOAT16) return f(__half{}); break;
+    case UD_DTM_BFLOAT16: if constexpr (Allowed & UD_DTM_BFLOAT16) return f(__nv_bfloat16{}); break;
     default: break;
   }
   return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: no CUDA kernel for dtype %s", op,

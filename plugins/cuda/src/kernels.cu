@@ -54,7 +54,7 @@ Strided<1> strided_one(const UD_Tensor& t) {
 UD_Error* fill_value(const UD_Tensor& y, double v, double step, cudaStream_t s, const char* op) {
   Strided<1> st1 = strided_one(y);
   if (!st1.numel) return nullptr;
-  return by_dtype<DT_ALL>(y.dtype, op, [&](auto t) {
+  return by_dtype<UD_DTM_ALL>(y.dtype, op, [&](auto t) {
     k_fill<decltype(t)><<<blocks_for(st1.numel), kThreads, 0, s>>>(st1, v, step);
     return launched(op);
   });
@@ -147,10 +147,10 @@ constexpr unsigned ew_dtypes(int op) {
   switch (op) {
     case E_NEG: case E_ABS: case E_RELU: case E_SIGN: case E_SQUARE: case E_ADD: case E_SUB:
     case E_MAX: case E_MIN: case E_LT: case E_LE: case E_GT: case E_GE: case E_THRESH_B:
-      return DT_NUMERIC;
+      return UD_DTM_NUMERIC;
     case E_NOT: case E_MUL: case E_EQ: case E_NE: case E_AND: case E_OR: case E_WHERE:
-      return DT_ALL;
-    default: return DT_FLOAT;
+      return UD_DTM_ALL;
+    default: return UD_DTM_FLOAT_GROUP;
   }
 }
 
@@ -167,6 +167,13 @@ __global__ void k_ew(Strided<NT> s, EwParams p) {
   }
 }
 
+/* an elementwise op reads at most one attribute, its first (a float, or gelu's approximation) */
+constexpr int kEwAttr = UD_ATTR_ADD_ALPHA;
+static_assert(UD_ATTR_SUB_ALPHA == kEwAttr && UD_ATTR_GELU_APPROXIMATE == kEwAttr && UD_ATTR_ADDCMUL_VALUE == kEwAttr &&
+              UD_ATTR_ADDCDIV_VALUE == kEwAttr && UD_ATTR_LERP_WEIGHT == kEwAttr &&
+              UD_ATTR_THRESHOLD_BACKWARD_THRESHOLD == kEwAttr && UD_ATTR_GELU_BACKWARD_APPROXIMATE == kEwAttr,
+              "elementwise attributes");
+
 template <int OP>
 UD_Error* ew_op(const UD_KernelArgs* a, cudaStream_t s, const char* name) {
   constexpr int NT = ew_inputs(OP) + 1;
@@ -175,8 +182,9 @@ UD_Error* ew_op(const UD_KernelArgs* a, cudaStream_t s, const char* name) {
   for (int i = 1; i < NT; i++) ts[i] = &a->inputs[i - 1];
   Strided<NT> sv = strided_of<NT>(ts);
   if (!sv.numel) return nullptr;
-  EwParams p{a->num_attrs && a->attrs[0].type == UD_ATTR_FLOAT ? a->attrs[0].value.f : 1.0,
-             a->num_attrs && a->attrs[0].type == UD_ATTR_STRING && !strcmp(a->attrs[0].value.s, "tanh")};
+  const UD_Attr* at = a->num_attrs ? &a->attrs[kEwAttr] : nullptr;
+  EwParams p{at && at->type == UD_ATTR_FLOAT ? at->value.f : 1.0,
+             at && at->type == UD_ATTR_STRING && !strcmp(at->value.s, "tanh")};
   return by_dtype<ew_dtypes(OP)>(a->inputs[0].dtype, name, [&](auto t) {
     k_ew<decltype(t), OP, NT><<<blocks_for(sv.numel), kThreads, 0, s>>>(sv, p);
     return launched(name);
@@ -288,7 +296,7 @@ int threads_for(int64_t n) {
 template <int CODE>
 UD_Error* reduce_typed(const UD_KernelArgs* a, Strided<2> outer, Strided<1> inner,
                        cudaStream_t s, const char* name) {
-  constexpr unsigned dts = CODE == R_MEAN ? DT_FLOAT : DT_NUMERIC;
+  constexpr unsigned dts = CODE == R_MEAN ? UD_DTM_FLOAT_GROUP : UD_DTM_NUMERIC;
   return by_dtype<dts>(a->inputs[0].dtype, name, [&](auto t) {
     k_reduce<decltype(t), CODE><<<blocks_for(outer.numel, 1), threads_for(inner.numel), 0, s>>>(
         outer, inner);
@@ -648,8 +656,8 @@ UD_Error* launch_copy(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   Strided<2> sv = strided_of<2>(ts);
   if (!sv.numel) return nullptr;
   cudaStream_t s = (cudaStream_t)stream;
-  return by_dtype<DT_ALL>(x.dtype, op.name, [&](auto from) {
-    return by_dtype<DT_ALL>(y.dtype, op.name, [&](auto to) {
+  return by_dtype<UD_DTM_ALL>(x.dtype, op.name, [&](auto from) {
+    return by_dtype<UD_DTM_ALL>(y.dtype, op.name, [&](auto to) {
       k_cast<decltype(from), decltype(to)><<<blocks_for(sv.numel), kThreads, 0, s>>>(sv);
       return launched(op.name);
     });
@@ -659,8 +667,10 @@ UD_Error* launch_copy(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
 UD_Error* launch_fill(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   cudaStream_t s = (cudaStream_t)stream;
   if (op.family == F_ARANGE)
-    return fill_value(a->outputs[0], a->attrs[0].value.f, a->attrs[2].value.f, s, op.name);
-  return fill_value(a->outputs[0], op.code == 0 ? a->attrs[0].value.f : 0.0, 0.0, s, op.name);
+    return fill_value(a->outputs[0], ud_kit_attr_float(a, UD_ATTR_ARANGE_START),
+                      ud_kit_attr_float(a, UD_ATTR_ARANGE_STEP), s, op.name);
+  return fill_value(a->outputs[0], op.id == UD_OP_FILL ? ud_kit_attr_float(a, UD_ATTR_FILL_VALUE) : 0.0, 0.0, s,
+                    op.name);
 }
 
 UD_Error* launch_ew(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
@@ -670,8 +680,8 @@ UD_Error* launch_ew(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
 UD_Error* launch_reduce(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   const UD_Tensor &x = a->inputs[0], &y = a->outputs[0];
   uint32_t mask;
-  if (UD_Error* e = reduce_mask(op.name, a->attrs[0], x.ndim, &mask)) return e;
-  bool keep = a->attrs[1].value.b != 0;
+  if (UD_Error* e = reduce_mask(op.name, a->attrs[kReduceAxes], x.ndim, &mask)) return e;
+  bool keep = ud_kit_attr_bool(a, kReduceKeepdims) != 0;
   int64_t ks[kMaxDims], kx[kMaxDims], ky[kMaxDims], rs[kMaxDims], rx[kMaxDims];
   int nk = 0, nr = 0, yd = 0;
   for (int d = 0; d < x.ndim; d++) {
@@ -705,7 +715,7 @@ UD_Error* launch_reduce(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
 UD_Error* launch_softmax(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   bool bwd = op.family == F_SOFTMAX_B;
   const UD_Tensor &in0 = a->inputs[0], &in1 = a->inputs[bwd ? 1 : 0], &out = a->outputs[0];
-  int nd = in0.ndim, axis = nd ? norm_axis(a->attrs[0].value.i, nd) : -1;
+  int nd = in0.ndim, axis = nd ? norm_axis(ud_kit_attr_int(a, kSoftmaxAxis), nd) : -1;
   int64_t shape[kMaxDims], s0[kMaxDims], s1[kMaxDims], s2[kMaxDims];
   int n = 0;
   for (int d = 0; d < nd; d++)
@@ -721,7 +731,7 @@ UD_Error* launch_softmax(const OpInfo& op, const UD_KernelArgs* a, void* stream)
           a2 = axis < 0 ? 0 : out.strides[axis] * isz;
   cudaStream_t s = (cudaStream_t)stream;
   bool lg = op.code == S_LOG_SOFTMAX;
-  return by_dtype<DT_FLOAT>(in0.dtype, op.name, [&](auto t) {
+  return by_dtype<UD_DTM_FLOAT_GROUP>(in0.dtype, op.name, [&](auto t) {
     using T = decltype(t);
     auto k = bwd ? (lg ? k_softmax<T, true, true> : k_softmax<T, false, true>)
                  : (lg ? k_softmax<T, true, false> : k_softmax<T, false, false>);
@@ -757,17 +767,17 @@ UD_Error* launch_bn(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   b.sp = make_strided<3>(n, shape, sts, base, iszs);
   for (int t = 0; t < 3; t++) b.cst[t] = v[t]->strides[1] * isz;
   b.C = x.shape[1];
-  b.training = a->attrs[0].value.b != 0;
+  b.training = ud_kit_attr_bool(a, bwd ? UD_ATTR_BATCH_NORM_BACKWARD_TRAINING : UD_ATTR_BATCH_NORM_TRAINING) != 0;
   b.o1 = vec(a->outputs[1]), b.o2 = vec(a->outputs[2]);
   if (bwd) {
     b.w = vec(a->inputs[2]), b.mean = vec(a->inputs[3]), b.invstd = vec(a->inputs[4]);
   } else {
     b.w = vec(a->inputs[1]), b.b = vec(a->inputs[2]), b.rm = vec(a->inputs[3]), b.rv = vec(a->inputs[4]);
-    b.momentum = a->attrs[1].value.f, b.eps = a->attrs[2].value.f;
+    b.momentum = ud_kit_attr_float(a, UD_ATTR_BATCH_NORM_MOMENTUM), b.eps = ud_kit_attr_float(a, UD_ATTR_BATCH_NORM_EPS);
   }
   if (!b.C) return nullptr;
   cudaStream_t s = (cudaStream_t)stream;
-  return by_dtype<DT_FLOAT>(x.dtype, op.name, [&](auto t) {
+  return by_dtype<UD_DTM_FLOAT_GROUP>(x.dtype, op.name, [&](auto t) {
     using T = decltype(t);
     if (bwd) k_bn_bwd<T><<<blocks_for(b.C, 1), threads_for(b.sp.numel), 0, s>>>(b);
     else k_bn_fwd<T><<<blocks_for(b.C, 1), threads_for(b.sp.numel), 0, s>>>(b);
@@ -783,7 +793,7 @@ UD_Error* launch_pool(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   p.adaptive = op.family == F_ADAPT || op.family == F_ADAPT_B;
   if (p.adaptive) {
     Pair o;
-    attr_pair(a->attrs[0], &o);
+    attr_pair(a->attrs[kAdaptiveSize], &o);
     p.g.N = x.shape[0], p.g.C = x.shape[1], p.g.H = x.shape[2], p.g.W = x.shape[3];
     p.g.OH = o.h, p.g.OW = o.w;
   } else if (UD_Error* e = pool_geometry(op.name, x.shape, a->attrs, mx, &p.g)) {
@@ -793,14 +803,14 @@ UD_Error* launch_pool(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   p.y = nchw(bwd ? a->inputs[0] : a->outputs[0]);
   if (mx) p.idx = nchw(bwd ? a->inputs[2] : a->outputs[1]);
   p.fault = device_fault_slot(a->device);
-  p.op = op_index(op);
+  p.op = op.id;
   cudaStream_t s = (cudaStream_t)stream;
   if (bwd) {
     if (UD_Error* e = fill_value(a->outputs[0], 0.0, 0.0, s, op.name)) return e;
   }
   int64_t n = p.g.N * p.g.C * p.g.OH * p.g.OW;
   if (!n) return nullptr;
-  return by_dtype<DT_FLOAT>(x.dtype, op.name, [&](auto t) {
+  return by_dtype<UD_DTM_FLOAT_GROUP>(x.dtype, op.name, [&](auto t) {
     using T = decltype(t);
     auto k = mx ? (bwd ? k_pool<T, true, true> : k_pool<T, true, false>)
                 : (bwd ? k_pool<T, false, true> : k_pool<T, false, false>);
@@ -811,13 +821,13 @@ UD_Error* launch_pool(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
 
 UD_Error* launch_loss(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  const char* red = a->attrs[0].value.s;
+  const char* red = ud_kit_attr_str(a, kLossReduction);
   int reduction = !strcmp(red, "none") ? 0 : !strcmp(red, "mean") ? 1 : 2;
   if (op.family == F_MSE || op.family == F_MSE_B) {
     bool bwd = op.family == F_MSE_B;
     const UD_Tensor &x = a->inputs[bwd], &tg = a->inputs[bwd + 1], &out = a->outputs[0];
     int64_t numel = ud_kit_numel(&x);
-    return by_dtype<DT_FLOAT>(x.dtype, op.name, [&](auto t) {
+    return by_dtype<UD_DTM_FLOAT_GROUP>(x.dtype, op.name, [&](auto t) {
       using T = decltype(t);
       if (!bwd && reduction) {
         const UD_Tensor* ts[2] = {&x, &tg};
@@ -850,9 +860,9 @@ UD_Error* launch_loss(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   n.w = vec(a->inputs[bwd + 2]);
   n.out = data_ptr(out);
   n.reduction = reduction;
-  n.ignore = a->attrs[1].value.i;
+  n.ignore = ud_kit_attr_int(a, kNllIgnore);
   n.fault = device_fault_slot(a->device);
-  n.op = op_index(op);
+  n.op = op.id;
   if (bwd) {
     n.out_n = lp.ndim == 2 ? out.strides[0] * isz : 0;
     n.out_c = out.strides[lp.ndim - 1] * isz;
@@ -864,7 +874,7 @@ UD_Error* launch_loss(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
     n.out_n = out.ndim ? out.strides[0] * isz : 0;
     n.total = data_ptr(a->outputs[1]);
   }
-  return by_dtype<DT_FLOAT>(lp.dtype, op.name, [&](auto t) {
+  return by_dtype<UD_DTM_FLOAT_GROUP>(lp.dtype, op.name, [&](auto t) {
     using T = decltype(t);
     if (bwd) {
       if (n.N) k_nll_bwd<T><<<blocks_for(n.N), kThreads, 0, s>>>(n);
@@ -877,7 +887,7 @@ UD_Error* launch_loss(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
 
 UD_Error* launch_concat(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   const UD_Tensor& out = a->outputs[0];
-  int axis = norm_axis(a->attrs[0].value.i, out.ndim);
+  int axis = norm_axis(ud_kit_attr_int(a, UD_ATTR_CONCAT_AXIS), out.ndim);
   int64_t at = 0;
   for (int i = 0; i < a->num_inputs; i++) {
     const UD_Tensor& x = a->inputs[i];
@@ -894,11 +904,12 @@ UD_Error* launch_concat(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
 
 UD_Error* launch_pad(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   const UD_Tensor &x = a->inputs[0], &y = a->outputs[0];
-  if (UD_Error* e = fill_value(y, a->attrs[1].value.f, 0.0, (cudaStream_t)stream, op.name)) return e;
+  if (UD_Error* e = fill_value(y, ud_kit_attr_float(a, UD_ATTR_PAD_CONSTANT_VALUE), 0.0, (cudaStream_t)stream, op.name))
+    return e;
   UD_Tensor inner = y;
   inner.shape = x.shape;
   int64_t off = 0;
-  for (int d = 0; d < x.ndim; d++) off += a->attrs[0].value.ints.data[2 * d] * y.strides[d];
+  for (int d = 0; d < x.ndim; d++) off += a->attrs[UD_ATTR_PAD_CONSTANT_PADS].value.ints.data[2 * d] * y.strides[d];
   inner.byte_offset += (uint64_t)(off * ud_kit_itemsize(y.dtype));
   if (!ud_kit_numel(&x)) return nullptr;
   return strided_copy(x, inner, stream);

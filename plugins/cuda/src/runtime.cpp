@@ -49,11 +49,6 @@ struct UD_EventImpl {
 namespace udc {
 namespace {
 
-#define TRY(x)                         \
-  do {                                 \
-    if (UD_Error* e_ = (x)) return e_; \
-  } while (0)
-
 /* ---- devices ------------------------------------------------------------------------------ */
 
 int g_count = 0;
@@ -176,6 +171,25 @@ UD_Error* check_range(const char* what, uint64_t h, uint64_t size, int32_t devic
                       "(freed or never allocated)", what, (unsigned long long)h);
 }
 
+/* Which device allocated the live allocation holding `h` (1.1): the registry above, not
+ * cudaPointerGetAttributes, which would accept a freed pointer the pool still holds. */
+UD_Error* mem_device(UD_Handle h, int32_t* device) {
+  if (!device) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_device: device is NULL");
+  const uint64_t a = h & kAddrMask;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_allocs.upper_bound(a);
+  if (h && it != g_allocs.begin()) {
+    --it;
+    const uint64_t off = a - it->first;
+    if (it->second.tag == h >> 48 && (off < it->second.size || off == 0)) {
+      *device = it->second.device;
+      return nullptr;
+    }
+  }
+  return ud_kit_error(UD_ERR_UNKNOWN_HANDLE, "mem_device: handle 0x%llx is not inside a live "
+                      "cuda allocation (freed or never allocated)", (unsigned long long)h);
+}
+
 cudaStream_t cs(UD_Stream s) { return s ? s->s : nullptr; }
 
 /* ---- faults and poison (see the top of the file); everything here under g_mu ---------------- */
@@ -294,9 +308,9 @@ UD_Error* device_count(int32_t* count, const char** reason) {
 }
 
 UD_Error* device_properties(int32_t device, UD_DeviceProperties* p) {
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   cudaDeviceProp prop;
-  TRY(cuda_error(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
+  UD_KIT_TRY(cuda_error(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
   snprintf(p->name, sizeof p->name, "%.48s (sm_%d%d)", prop.name, prop.major, prop.minor);
   p->total_memory = g_dev[device].total;
   p->compute_units = prop.multiProcessorCount;
@@ -307,9 +321,9 @@ UD_Error* device_properties(int32_t device, UD_DeviceProperties* p) {
 }
 
 UD_Error* device_memory_info(int32_t device, uint64_t* free_b, uint64_t* total) {
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   size_t f = 0, t = 0;
-  TRY(cuda_error(cudaMemGetInfo(&f, &t), "cudaMemGetInfo"));
+  UD_KIT_TRY(cuda_error(cudaMemGetInfo(&f, &t), "cudaMemGetInfo"));
   (void)t; /* the same total as device_properties reports */
   *total = g_dev[device].total;
   *free_b = f < *total ? f : *total;
@@ -317,8 +331,8 @@ UD_Error* device_memory_info(int32_t device, uint64_t* free_b, uint64_t* total) 
 }
 
 UD_Error* device_synchronize(int32_t device) {
-  TRY(device_ok(device));
-  TRY(cuda_error(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  UD_KIT_TRY(device_ok(device));
+  UD_KIT_TRY(cuda_error(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
   std::string all; /* every stream's fault, in one error */
   for (int i = 0; i < kSlots; i++) {
     uint32_t gen;
@@ -338,7 +352,7 @@ UD_Error* device_synchronize(int32_t device) {
 }
 
 UD_Error* mem_alloc(int32_t device, UD_Stream s, uint64_t size, UD_Handle* out) {
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   if (size > g_dev[device].total)
     return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: %llu bytes exceed device %d's %llu",
                         (unsigned long long)size, device, (unsigned long long)g_dev[device].total);
@@ -350,7 +364,7 @@ UD_Error* mem_alloc(int32_t device, UD_Stream s, uint64_t size, UD_Handle* out) 
     return ud_kit_error(UD_ERR_OUT_OF_MEMORY, "mem_alloc: %llu bytes on device %d: %s",
                         (unsigned long long)size, device, cudaGetErrorString(e));
   }
-  TRY(cuda_error(e, "mem_alloc: cudaMallocFromPoolAsync"));
+  UD_KIT_TRY(cuda_error(e, "mem_alloc: cudaMallocFromPoolAsync"));
   uint64_t a = (uint64_t)(uintptr_t)p;
   if (a > kAddrMask) {
     cudaFreeAsync(p, cs(s));
@@ -376,13 +390,13 @@ UD_Error* mem_free(int32_t device, UD_Stream s, UD_Handle h) {
     g_used[device] -= it->second.size;
     g_allocs.erase(it);
   }
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   return cuda_error(cudaFreeAsync(address(h), cs(s)), "mem_free: cudaFreeAsync");
 }
 
 UD_Error* memcpy_h2d(UD_Stream s, UD_Handle dst, const void* src, uint64_t n) {
   if (!n) return nullptr;
-  TRY(check_range("memcpy_h2d", dst, n));
+  UD_KIT_TRY(check_range("memcpy_h2d", dst, n));
   written(dst, n);
   return cuda_error(cudaMemcpyAsync(address(dst), src, n, cudaMemcpyHostToDevice, cs(s)),
                     "memcpy_h2d: cudaMemcpyAsync");
@@ -390,17 +404,17 @@ UD_Error* memcpy_h2d(UD_Stream s, UD_Handle dst, const void* src, uint64_t n) {
 
 UD_Error* memcpy_d2h(UD_Stream s, void* dst, UD_Handle src, uint64_t n) {
   if (!n) return nullptr;
-  TRY(check_range("memcpy_d2h", src, n));
-  TRY(poisoned("memcpy_d2h", src, n));
+  UD_KIT_TRY(check_range("memcpy_d2h", src, n));
+  UD_KIT_TRY(poisoned("memcpy_d2h", src, n));
   return cuda_error(cudaMemcpyAsync(dst, address(src), n, cudaMemcpyDeviceToHost,
                                     cs(s)), "memcpy_d2h: cudaMemcpyAsync");
 }
 
 UD_Error* memcpy_d2d(UD_Stream s, UD_Handle dst, UD_Handle src, uint64_t n) {
   if (!n) return nullptr;
-  TRY(check_range("memcpy_d2d (dst)", dst, n));
-  TRY(check_range("memcpy_d2d (src)", src, n));
-  TRY(poisoned("memcpy_d2d (src)", src, n));
+  UD_KIT_TRY(check_range("memcpy_d2d (dst)", dst, n));
+  UD_KIT_TRY(check_range("memcpy_d2d (src)", src, n));
+  UD_KIT_TRY(poisoned("memcpy_d2d (src)", src, n));
   written(dst, n);
   return cuda_error(cudaMemcpyAsync(address(dst), address(src), n,
                                     cudaMemcpyDeviceToDevice, cs(s)), "memcpy_d2d: cudaMemcpyAsync");
@@ -414,15 +428,15 @@ UD_Error* memset_(UD_Stream s, UD_Handle dst, uint64_t pattern, uint32_t size, u
   if (count > UINT64_MAX / size)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "memset: count %llu overflows",
                         (unsigned long long)count);
-  TRY(check_range("memset", dst, count * size));
+  UD_KIT_TRY(check_range("memset", dst, count * size));
   written(dst, count * size);
   return launch_memset(address(dst), pattern, size, count, cs(s));
 }
 
 UD_Error* stream_create(int32_t device, UD_Stream* out) {
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   cudaStream_t st;
-  TRY(cuda_error(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate"));
+  UD_KIT_TRY(cuda_error(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate"));
   std::lock_guard<std::mutex> lock(g_mu);
   int slot = 0; /* all taken: share the default stream's */
   for (int i = 1; i < kSlots && !slot; i++)
@@ -456,7 +470,7 @@ UD_Error* stream_destroy(UD_Stream s) {
 }
 
 UD_Error* stream_synchronize(UD_Stream s) {
-  TRY(cuda_error(cudaStreamSynchronize(cs(s)), "cudaStreamSynchronize"));
+  UD_KIT_TRY(cuda_error(cudaStreamSynchronize(cs(s)), "cudaStreamSynchronize"));
   int dev = s ? s->device : 0;
   if (!s) cudaGetDevice(&dev);
   return take_fault(dev, slot_of(s), gen_of(dev, s), true);
@@ -478,9 +492,9 @@ UD_Error* stream_wait_event(UD_Stream s, UD_Event ev) {
 }
 
 UD_Error* event_create(int32_t device, UD_Event* out) {
-  TRY(device_ok(device));
+  UD_KIT_TRY(device_ok(device));
   cudaEvent_t e;
-  TRY(cuda_error(cudaEventCreate(&e), "cudaEventCreate"));
+  UD_KIT_TRY(cuda_error(cudaEventCreate(&e), "cudaEventCreate"));
   *out = new UD_EventImpl();
   (*out)->device = device;
   (*out)->e = e;
@@ -495,7 +509,7 @@ UD_Error* event_destroy(UD_Event e) {
 }
 
 UD_Error* event_record(UD_Event e, UD_Stream s) {
-  TRY(cuda_error(cudaEventRecord(e->e, cs(s)), "cudaEventRecord"));
+  UD_KIT_TRY(cuda_error(cudaEventRecord(e->e, cs(s)), "cudaEventRecord"));
   int dev = s ? s->device : e->device;
   e->slot = slot_of(s);
   e->gen = gen_of(dev, s);
@@ -515,7 +529,7 @@ UD_Error* event_query(UD_Event e, int32_t* done) {
 }
 
 UD_Error* event_synchronize(UD_Event e) {
-  TRY(cuda_error(cudaEventSynchronize(e->e), "cudaEventSynchronize"));
+  UD_KIT_TRY(cuda_error(cudaEventSynchronize(e->e), "cudaEventSynchronize"));
   if (e->failure.empty()) {
     if (UD_Error* err = take_fault(e->device, e->slot, e->gen, false, &e->failure))
       ud_kit_error_destroy(err);
@@ -527,7 +541,7 @@ UD_Error* event_synchronize(UD_Event e) {
 
 UD_Error* event_elapsed(UD_Event a, UD_Event b, double* ms) {
   float f = 0;
-  TRY(cuda_error(cudaEventElapsedTime(&f, a->e, b->e), "cudaEventElapsedTime"));
+  UD_KIT_TRY(cuda_error(cudaEventElapsedTime(&f, a->e, b->e), "cudaEventElapsedTime"));
   *ms = f;
   return nullptr;
 }
@@ -572,14 +586,14 @@ UD_Error* check_memory(const OpInfo& op, const UD_KernelArgs* a) {
   return nullptr;
 }
 
-UD_Error* run_kernel(int index, const UD_KernelArgs* a) {
-  const OpInfo& op = op_at(index);
-  TRY(check_args(op, a));
-  TRY(device_ok(a->device));
+UD_Error* run_kernel(int id, const UD_KernelArgs* a) {
+  const OpInfo& op = op_at(id);
+  UD_KIT_TRY(check_args(op, a));
+  UD_KIT_TRY(device_ok(a->device));
   if (a->stream && a->stream->device != a->device)
     return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: stream of device %d used on device %d",
                         op.name, a->stream->device, a->device);
-  TRY(check_memory(op, a));
+  UD_KIT_TRY(check_memory(op, a));
   for (int k = 0; k < a->num_inputs; k++)
     if (ud_kit_present(&a->inputs[k]))
       if (UD_Error* e = poisoned(op.name, a->inputs[k].handle, ud_kit_extent(&a->inputs[k])))
@@ -605,29 +619,25 @@ UD_Error* run_kernel(int index, const UD_KernelArgs* a) {
     uint64_t extent = ud_kit_present(&t) ? ud_kit_extent(&t) : 0;
     if (extent <= t.byte_offset) continue;
     uint64_t lo = (t.handle & kAddrMask) + t.byte_offset;
-    pending.push_back({index, lo, lo + extent - t.byte_offset});
+    pending.push_back({id, lo, lo + extent - t.byte_offset});
     g_watch++;
   }
   return nullptr;
 }
 
-constexpr int kMaxOps = 96;
 template <int I>
 UD_Error* entry(const UD_KernelArgs* a) { return run_kernel(I, a); }
 template <int... I>
 constexpr std::array<UD_KernelFn, sizeof...(I)> make_entries(std::integer_sequence<int, I...>) {
   return {{&entry<I>...}};
 }
-const auto kEntries = make_entries(std::make_integer_sequence<int, kMaxOps>{});
+const auto kEntries = make_entries(std::make_integer_sequence<int, UD_OP_COUNT>{});  /* by UD_OpId */
 
 UD_Error* kernel_lookup(const char* name, UD_DType dtype, UD_KernelFn* kernel) {
   *kernel = nullptr;
   if (!name) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "kernel_lookup: op name is NULL");
   const OpInfo* op = op_find(name);
-  if (!op || !(dtype_bit(dtype) & op->dtypes)) return nullptr;
-  int i = op_index(*op);
-  if (i >= kMaxOps) return ud_kit_error(UD_ERR_INTERNAL, "kernel_lookup: op table too large");
-  *kernel = kEntries[i];
+  if (op && dtype_bit(dtype) & op->dtypes) *kernel = kEntries[op->id];
   return nullptr;
 }
 
@@ -638,12 +648,10 @@ const UD_Api kApi = {
     mem_alloc, mem_free, memcpy_h2d, memcpy_d2h, memcpy_d2d, memset_,
     stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
     event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
-    kernel_lookup,
+    kernel_lookup, mem_device,
 };
 
 }  // namespace
-
-int op_index(const OpInfo& op) { return (int)(&op - &op_at(0)); }
 
 DeviceFault* device_fault_slot(int device) {
   tl_fault_used = true;

@@ -219,6 +219,21 @@ def test_without_device_calls_fail_cleanly(api: Api, devices: tuple[int, str]) -
     assert api.take(KERNEL(fn.value)(C.byref(bad.args)))[0] == INVALID
 
 
+def test_abi_1_1_mem_device_refuses_unknown_handles(lib: C.CDLL) -> None:
+    """The table is ABI 1.1 sized; mem_device answers from the plugin's allocation registry, so
+    handles it never returned (0, address-like values) are UNKNOWN_HANDLE, GPU or not."""
+    from unidev.conformance import abi
+
+    lib.unidev_get_api.restype = C.c_void_p
+    table = abi.Api(lib.unidev_get_api())
+    assert table.table.abi_minor >= 1 and table.has("mem_device")
+    assert table.table.struct_size == C.sizeof(abi.ApiTable)
+    for h in (0, 0x10000, (7 << 48) | 0x7F0000000000):
+        with pytest.raises(abi.PluginError) as err:
+            table.mem_device(h)
+        assert err.value.code_name == "UNKNOWN_HANDLE" and "mem_device" in err.value.message
+
+
 # ---- host-side argument checks -----------------------------------------------------------------
 
 GOOD = [
@@ -348,7 +363,7 @@ def test_counts_and_attr_types(lib: C.CDLL, api: Api) -> None:
     assert code == INVALID and "1 inputs" in msg and "expected 2" in msg
     call = Call([((3,), F32), ((3,), F32)], [((3,), F32)], [("alpha", 2)])
     code, msg = api.take(lib.unidev_cuda_check_args(b"add", C.byref(call.args)))
-    assert code == INVALID and "alpha" in msg and "'f'" in msg
+    assert code == INVALID and "alpha" in msg and "float" in msg  # ud_kit_check_signature's words
     call = Call([((3,), F32), ((3,), F32)], [((3,), F32)], [])
     code, msg = api.take(lib.unidev_cuda_check_args(b"add", C.byref(call.args)))
     assert code == INVALID and "attributes" in msg
