@@ -66,7 +66,7 @@ UD_GELU(double)
 
 #include "elementwise_kinds.h"
 #define UD_FLOAT UD_FLOATS
-#define UD_EW(NAME, SIG, ARGS, E, NIN, GROUP, OT, CT) UD_##GROUP(UD_STAMP, NAME, OT, CT, E)
+#define UD_EW(NAME, E, NIN, GROUP, OT, CT) UD_##GROUP(UD_STAMP, NAME, OT, CT, E)
 #include "elementwise.def"
 
 // mse_loss's tiles (src/nn.c): o = (x - t)^2 and o = p0 (x - t) g.

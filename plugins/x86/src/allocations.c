@@ -39,15 +39,20 @@ static ptrdiff_t find(uintptr_t addr) {
   return (ptrdiff_t)lo - 1;
 }
 
+/* The live block holding addr (a 0-byte block holds only its base), or NULL. Lock held. */
+static const Block* holding(uintptr_t addr) {
+  const ptrdiff_t i = find(addr);
+  const Block* b = i >= 0 ? &g_mem.blocks[i] : NULL;
+  return b && addr - b->base < (b->size ? b->size : 1) ? b : NULL;
+}
+
 UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t addr, uint64_t bytes) {
   if (bytes == 0) return NULL;
   pthread_mutex_lock(&g_mem.lock);
-  const ptrdiff_t i = find((uintptr_t)addr);
-  const Block b = i >= 0 ? g_mem.blocks[i] : (Block){0, 0};
-  const int known = i >= 0 && addr - b.base < (b.size ? b.size : 1);
-  const uint64_t room = known ? b.size - (addr - b.base) : 0;
+  const Block* b = holding((uintptr_t)addr);
+  const uint64_t room = b ? b->size - (addr - b->base) : 0;
   pthread_mutex_unlock(&g_mem.lock);
-  if (!known)
+  if (!b)
     return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
                         "%s: '%s' at 0x%llx is not inside a live allocation of this plugin", op,
                         arg, (unsigned long long)addr);
@@ -59,10 +64,37 @@ UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t addr, uin
   return NULL;
 }
 
+int ud_x86_first_outside(const UD_KernelArgs* a) {
+  int bad = -1;
+  pthread_mutex_lock(&g_mem.lock); /* once per call: tiny ops pay for every lock */
+  for (int i = 0; bad < 0 && i < a->num_inputs + a->num_outputs; i++) {
+    const UD_Tensor* t = i < a->num_inputs ? &a->inputs[i] : &a->outputs[i - a->num_inputs];
+    const uint64_t bytes = t->ndim < 0 ? 0 : ud_kit_extent(t);
+    const Block* b = bytes ? holding((uintptr_t)t->handle) : NULL;
+    if (bytes && (!b || bytes > b->size - (t->handle - b->base))) bad = i;
+  }
+  pthread_mutex_unlock(&g_mem.lock);
+  return bad;
+}
+
+/* ABI 1.1: the one device owns every live allocation, offset handles inside one included. */
+UD_Error* ud_x86_mem_device(UD_Handle handle, int32_t* device) {
+  UD_KIT_REQUIRE(device, UD_ERR_INVALID_ARGUMENT, "mem_device: 'device' is NULL");
+  pthread_mutex_lock(&g_mem.lock);
+  const int known = handle && holding((uintptr_t)handle);
+  pthread_mutex_unlock(&g_mem.lock);
+  if (!known)
+    return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
+                        "mem_device: handle 0x%llx is not inside a live allocation of this "
+                        "plugin (never allocated, or freed)", (unsigned long long)handle);
+  *device = 0;
+  return NULL;
+}
+
 UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
   (void)stream;
-  UD_TRY(ud_x86_check_device("mem_alloc", device));
-  UD_REQUIRE(handle, "mem_alloc: 'handle' is NULL");
+  UD_KIT_TRY(ud_x86_check_device("mem_alloc", device));
+  UD_KIT_REQUIRE(handle, UD_ERR_INVALID_ARGUMENT, "mem_alloc: 'handle' is NULL");
   *handle = 0;
   const uint64_t align = size >= UD_HUGE ? (uint64_t)1 << 21 : UD_ALIGN;
   const uint64_t rounded = (size + align - 1) / align * align;
@@ -94,7 +126,7 @@ UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_H
 
 UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
   (void)stream;
-  UD_TRY(ud_x86_check_device("mem_free", device));
+  UD_KIT_TRY(ud_x86_check_device("mem_free", device));
   pthread_mutex_lock(&g_mem.lock);
   ptrdiff_t i = find((uintptr_t)handle);
   int found = i >= 0 && g_mem.blocks[i].base == handle;
@@ -115,9 +147,10 @@ UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle) {
 /* A copy between host memory and allocations (`dev_dst`/`dev_src`: that side is a handle). */
 static UD_Error* copy(const char* fn, void* dst, int dev_dst, const void* src, int dev_src,
                       uint64_t size) {
-  if (dev_src) UD_TRY(ud_x86_check_range(fn, "src", (uintptr_t)src, size));
-  if (dev_dst) UD_TRY(ud_x86_check_range(fn, "dst", (uintptr_t)dst, size));
-  UD_REQUIRE(!size || (dst && src), "%s: NULL %s", fn, dst ? "src" : "dst");
+  if (dev_src) UD_KIT_TRY(ud_x86_check_range(fn, "src", (uintptr_t)src, size));
+  if (dev_dst) UD_KIT_TRY(ud_x86_check_range(fn, "dst", (uintptr_t)dst, size));
+  UD_KIT_REQUIRE(!size || (dst && src), UD_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn,
+                 dst ? "src" : "dst");
   if (size) memmove(dst, src, size);
   return NULL;
 }
@@ -140,12 +173,12 @@ UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint
 UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                         uint64_t count) {
   (void)stream;
-  UD_REQUIRE(elem_size == 1 || elem_size == 2 || elem_size == 4 || elem_size == 8,
-             "memset: elem_size %u, expected 1, 2, 4 or 8", elem_size);
+  UD_KIT_REQUIRE(elem_size == 1 || elem_size == 2 || elem_size == 4 || elem_size == 8,
+                 UD_ERR_INVALID_ARGUMENT, "memset: elem_size %u, expected 1, 2, 4 or 8", elem_size);
   if (count > UINT64_MAX / elem_size)
     return ud_kit_error(UD_ERR_OUT_OF_BOUNDS, "memset: %llu elements overflow",
                         (unsigned long long)count);
-  UD_TRY(ud_x86_check_range("memset", "dst", dst, count * elem_size));
+  UD_KIT_TRY(ud_x86_check_range("memset", "dst", dst, count * elem_size));
   if (!count) return NULL;
   uint8_t one[8]; /* the pattern's low bytes (little-endian), broadcast by the tile packer */
   memcpy(one, &pattern, sizeof one);

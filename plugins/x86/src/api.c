@@ -24,25 +24,27 @@ UD_Error* ud_x86_memcpy_d2h(UD_Stream stream, void* dst, UD_Handle src, uint64_t
 UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint64_t size);
 UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                         uint64_t count);
+UD_Error* ud_x86_mem_device(UD_Handle handle, int32_t* device);
 
 UD_Error* ud_x86_check_device(const char* fn, int32_t device) {
-  UD_REQUIRE(device == 0, "%s: device %d does not exist (%s has device 0)", fn, device,
-             UD_PLUGIN_NAME);
+  UD_KIT_REQUIRE(device == 0, UD_ERR_INVALID_ARGUMENT,
+                 "%s: device %d does not exist (%s has device 0)", fn, device, UD_PLUGIN_NAME);
   return NULL;
 }
 
 /* ---- devices ---- */
 static UD_Error* device_count(int32_t* count, const char** reason) {
-  UD_REQUIRE(count, "device_count: 'count' is NULL");
+  UD_KIT_REQUIRE(count, UD_ERR_INVALID_ARGUMENT, "device_count: 'count' is NULL");
   *count = 1;
   if (reason) *reason = NULL;
   return NULL;
 }
 
 static UD_Error* device_properties(int32_t device, UD_DeviceProperties* props) {
-  UD_TRY(ud_x86_check_device("device_properties", device));
-  UD_REQUIRE(props && props->struct_size >= sizeof(UD_DeviceProperties),
-             "device_properties: 'props' is NULL or its struct_size is too small");
+  UD_KIT_TRY(ud_x86_check_device("device_properties", device));
+  UD_KIT_REQUIRE(props && props->struct_size >= sizeof(UD_DeviceProperties),
+                 UD_ERR_INVALID_ARGUMENT,
+                 "device_properties: 'props' is NULL or its struct_size is too small");
   __builtin_cpu_init(); /* plugins/arm64's x86_api_shim.h answers "no AVX-512" on aarch64 */
   const int avx512 = __builtin_cpu_supports("avx512f");
   snprintf(props->name, sizeof props->name, "%s host CPU (%s)", UD_PLUGIN_NAME,
@@ -56,7 +58,7 @@ static UD_Error* device_properties(int32_t device, UD_DeviceProperties* props) {
 }
 
 static UD_Error* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
-  UD_TRY(ud_x86_check_device("device_memory_info", device));
+  UD_KIT_TRY(ud_x86_check_device("device_memory_info", device));
   const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
   if (free_bytes) *free_bytes = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * page;
   if (total_bytes) *total_bytes = (uint64_t)sysconf(_SC_PHYS_PAGES) * page;
@@ -78,14 +80,15 @@ typedef struct UD_EventImpl Object; /* a stream is the same object, its UD_Strea
 
 /* A NULL stream is the device's default stream; a NULL event is an error. */
 static UD_Error* check(const char* fn, const void* p, uint32_t magic) {
-  UD_REQUIRE((!p && magic == UD_STREAM_MAGIC) || (p && ((const Object*)p)->magic == magic),
-             "%s: not a live x86 %s", fn, magic == UD_STREAM_MAGIC ? "stream" : "event");
+  UD_KIT_REQUIRE((!p && magic == UD_STREAM_MAGIC) || (p && ((const Object*)p)->magic == magic),
+                 UD_ERR_INVALID_ARGUMENT, "%s: not a live x86 %s", fn,
+                 magic == UD_STREAM_MAGIC ? "stream" : "event");
   return NULL;
 }
 
 static UD_Error* create(const char* fn, int32_t device, void* out, uint32_t magic) {
-  UD_TRY(ud_x86_check_device(fn, device));
-  UD_REQUIRE(out, "%s: the output pointer is NULL", fn);
+  UD_KIT_TRY(ud_x86_check_device(fn, device));
+  UD_KIT_REQUIRE(out, UD_ERR_INVALID_ARGUMENT, "%s: the output pointer is NULL", fn);
   Object* o = calloc(1, sizeof *o);
   if (!o) return ud_kit_host_oom_error();
   o->magic = magic;
@@ -94,16 +97,16 @@ static UD_Error* create(const char* fn, int32_t device, void* out, uint32_t magi
 }
 
 static UD_Error* destroy(const char* fn, void* p, uint32_t magic) {
-  UD_REQUIRE(p, "%s: NULL handle", fn);
-  UD_TRY(check(fn, p, magic));
+  UD_KIT_REQUIRE(p, UD_ERR_INVALID_ARGUMENT, "%s: NULL handle", fn);
+  UD_KIT_TRY(check(fn, p, magic));
   ((Object*)p)->magic = 0;
   free(p);
   return NULL;
 }
 
 static UD_Error* query(const char* fn, const void* p, uint32_t magic, int32_t* done) {
-  UD_TRY(check(fn, p, magic));
-  UD_REQUIRE(done, "%s: 'done' is NULL", fn);
+  UD_KIT_TRY(check(fn, p, magic));
+  UD_KIT_REQUIRE(done, UD_ERR_INVALID_ARGUMENT, "%s: 'done' is NULL", fn);
   *done = 1;
   return NULL;
 }
@@ -122,22 +125,23 @@ UD_OBJECT_FNS(stream, UD_Stream, UD_STREAM_MAGIC)
 UD_OBJECT_FNS(event, UD_Event, UD_EVENT_MAGIC)
 
 static UD_Error* stream_wait_event(UD_Stream s, UD_Event e) {
-  UD_TRY(check("stream_wait_event", s, UD_STREAM_MAGIC));
+  UD_KIT_TRY(check("stream_wait_event", s, UD_STREAM_MAGIC));
   return check("stream_wait_event", e, UD_EVENT_MAGIC);
 }
 static UD_Error* event_record(UD_Event e, UD_Stream s) {
-  UD_TRY(check("event_record", e, UD_EVENT_MAGIC));
-  UD_TRY(check("event_record", s, UD_STREAM_MAGIC));
+  UD_KIT_TRY(check("event_record", e, UD_EVENT_MAGIC));
+  UD_KIT_TRY(check("event_record", s, UD_STREAM_MAGIC));
   clock_gettime(CLOCK_MONOTONIC, &e->when);
   e->recorded = 1;
   return NULL;
 }
 static UD_Error* event_elapsed(UD_Event start, UD_Event end, double* ms) {
-  UD_TRY(check("event_elapsed", start, UD_EVENT_MAGIC));
-  UD_TRY(check("event_elapsed", end, UD_EVENT_MAGIC));
-  UD_REQUIRE(ms, "event_elapsed: 'milliseconds' is NULL");
-  UD_REQUIRE(start->recorded && end->recorded,
-             "event_elapsed: the %s event was never recorded", start->recorded ? "end" : "start");
+  UD_KIT_TRY(check("event_elapsed", start, UD_EVENT_MAGIC));
+  UD_KIT_TRY(check("event_elapsed", end, UD_EVENT_MAGIC));
+  UD_KIT_REQUIRE(ms, UD_ERR_INVALID_ARGUMENT, "event_elapsed: 'milliseconds' is NULL");
+  UD_KIT_REQUIRE(start->recorded && end->recorded, UD_ERR_INVALID_ARGUMENT,
+                 "event_elapsed: the %s event was never recorded", start->recorded ? "end" :
+                 "start");
   *ms = (double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
         (double)(end->when.tv_nsec - start->when.tv_nsec) * 1e-6;
   return NULL;
@@ -153,6 +157,7 @@ static const UD_Api g_api = {
     stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
     event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
     ud_x86_kernel_lookup,
+    ud_x86_mem_device, /* 1.1 */
 };
 
 UD_EXPORT const UD_Api* unidev_get_api(void) { return &g_api; }

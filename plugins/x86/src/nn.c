@@ -38,29 +38,30 @@ static UD_Tensor row_of(const UD_Tensor* t, int64_t i) {
 
 /* ---- batch norm ---- */
 typedef struct {
-  const UD_KernelArgs* a;
+  const UD_Tensor* view[3]; /* forward: y, x; backward: grad_x, grad_y, x */
+  const UD_Tensor *weight, *bias; /* bias: forward only */
+  const UD_Tensor *mean, *var;    /* running_mean/var; backward: save_mean/invstd */
+  const UD_Tensor *out1, *out2;   /* save_mean/invstd; backward: grad_weight/bias */
   int backward, training, f32, nd, nv;
   int64_t count, shape[UD_KIT_MAX_DIMS], str[3][UD_KIT_MAX_DIMS]; /* one channel, collapsed */
   double momentum, eps;
 } Bn;
 
-/* View v of channel c (forward: y, x; backward: grad_x, grad_y, x), row r. */
+/* View v of channel c, row r. */
 static char* bn_row(const Bn* B, int v, int64_t c, int64_t r) {
-  const UD_Tensor* t = v == 0 ? &B->a->outputs[0] : &B->a->inputs[v - 1];
+  const UD_Tensor* t = B->view[v];
   const int64_t off = c * t->strides[1] + ud_x86_offset(r, B->nd - 1, B->shape, B->str[v]);
   return (char*)ud_x86_ptr(t) + off * (t->dtype.bits / 8);
 }
 
 static void bn_task(void* ctx, int64_t begin, int64_t end) {
   const Bn* B = ctx;
-  const UD_Tensor *in = B->a->inputs, *out = B->a->outputs;
   int64_t rows = 1;
   for (int k = 0; k < B->nd - 1; k++) rows *= B->shape[k];
   const int64_t n = B->shape[B->nd - 1];
   const int64_t s0 = B->str[0][B->nd - 1], s1 = B->str[1][B->nd - 1], s2 = B->str[2][B->nd - 1];
   for (int64_t c = begin; c < end; c++) {
-    const UD_Tensor* weight = &in[B->backward ? 2 : 1];
-    const double w = weight->ndim >= 0 ? get_f(weight, c) : 1.0;
+    const double w = B->weight->ndim >= 0 ? get_f(B->weight, c) : 1.0;
     double mean, invstd, sums[2] = {0, 0};
     if (!B->backward && B->training) {
       /* moments about the channel's first value: no cancellation when |mean| >> std (a
@@ -74,18 +75,18 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
       const double v = sums[1] / (double)B->count - d * d, var = v < 0 ? 0 : v; /* nan stays */
       mean = shift + d;
       invstd = 1.0 / sqrt(var + B->eps);
-      if (in[3].ndim >= 0) {
+      if (B->mean->ndim >= 0) {
         /* one value per channel: 0 / 0 = nan, as torch */
         const double m = B->momentum, unbiased = var * (double)B->count / (double)(B->count - 1);
-        set_f(&in[3], c, (1 - m) * get_f(&in[3], c) + m * mean);
-        set_f(&in[4], c, (1 - m) * get_f(&in[4], c) + m * unbiased);
+        set_f(B->mean, c, (1 - m) * get_f(B->mean, c) + m * mean);
+        set_f(B->var, c, (1 - m) * get_f(B->var, c) + m * unbiased);
       }
     } else if (!B->backward) {
-      mean = get_f(&in[3], c);
-      invstd = 1.0 / sqrt(get_f(&in[4], c) + B->eps);
+      mean = get_f(B->mean, c);
+      invstd = 1.0 / sqrt(get_f(B->var, c) + B->eps);
     } else {
-      mean = get_f(&in[3], c);
-      invstd = get_f(&in[4], c);
+      mean = get_f(B->mean, c);
+      invstd = get_f(B->var, c);
       for (int64_t r = 0; r < rows; r++)
         (B->f32 ? ud_bn_grad_sums_f32 : ud_bn_grad_sums_f64)(n, bn_row(B, 1, c, r), s1,
                                                              bn_row(B, 2, c, r), s2, mean, sums);
@@ -94,12 +95,12 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
      * first: a x - a mean cancels when invstd is large (one value per channel: 1/sqrt(eps)) */
     double a = invstd * w, b = 0, k;
     if (!B->backward) {
-      set_f(&out[1], c, mean);
-      set_f(&out[2], c, invstd);
-      k = in[2].ndim >= 0 ? get_f(&in[2], c) : 0.0;
+      set_f(B->out1, c, mean);
+      set_f(B->out2, c, invstd);
+      k = B->bias->ndim >= 0 ? get_f(B->bias, c) : 0.0;
     } else {
-      set_f(&out[1], c, sums[1] * invstd);
-      set_f(&out[2], c, sums[0]);
+      set_f(B->out1, c, sums[1] * invstd);
+      set_f(B->out2, c, sums[0]);
       b = B->training ? -a * invstd * sums[1] * invstd / (double)B->count : 0.0;
       k = B->training ? -a * sums[0] / (double)B->count : 0.0;
     }
@@ -116,86 +117,113 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
 static UD_Error* check_channel(const char* op, const char* arg, const UD_Tensor* t, int64_t c,
                                UD_DType dt, int optional) {
   if (t->ndim == -1 && optional) return NULL;
-  UD_TRY(ud_kit_check_dtype(op, arg, t, dt));
-  UD_REQUIRE(t->ndim == 1 && t->shape[0] == c, "%s: '%s' must have shape [%lld]", op, arg,
-             (long long)c);
+  UD_KIT_TRY(ud_kit_check_dtype(op, arg, t, dt));
+  UD_KIT_REQUIRE(t->ndim == 1 && t->shape[0] == c, UD_ERR_INVALID_ARGUMENT,
+                 "%s: '%s' must have shape [%lld]", op, arg, (long long)c);
   return NULL;
 }
 
-static UD_Error* bn_kernel(const char* op, const UD_KernelArgs* a, int backward) {
-  static const char* names[2][8] = {
-      {"x", "weight", "bias", "running_mean", "running_var", "y", "save_mean", "save_invstd"},
-      {"grad_y", "x", "weight", "save_mean", "save_invstd", "grad_x", "grad_weight", "grad_bias"}};
-  Bn B = {.a = a, .backward = backward, .nv = backward ? 3 : 2};
+static UD_Error* bn_kernel(int id, const UD_KernelArgs* a, int backward) {
+  const UD_Tensor *in = a->inputs, *out = a->outputs;
+  const char* op = ud_op_info(id)->name;
+  Bn B;
   int dt;
-  UD_TRY(ud_x86_check_args(op, a, 5, 3, backward ? "b" : "bff"));
-  const UD_Tensor* x = &a->inputs[backward];
-  UD_TRY(ud_x86_check_dt(op, "x", x, UD_FLOAT_SET, &dt));
-  UD_REQUIRE(x->ndim >= 2, "%s: 'x' has ndim %d, expected [N, C, ...]", op, x->ndim);
+  UD_KIT_TRY(ud_x86_check_args(id, a));
+  if (!backward) {
+    B = (Bn){{&out[UD_OUT_BATCH_NORM_Y], &in[UD_IN_BATCH_NORM_X]},
+             &in[UD_IN_BATCH_NORM_WEIGHT], &in[UD_IN_BATCH_NORM_BIAS],
+             &in[UD_IN_BATCH_NORM_RUNNING_MEAN], &in[UD_IN_BATCH_NORM_RUNNING_VAR],
+             &out[UD_OUT_BATCH_NORM_SAVE_MEAN], &out[UD_OUT_BATCH_NORM_SAVE_INVSTD], .nv = 2};
+  } else {
+    B = (Bn){{&out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_X], &in[UD_IN_BATCH_NORM_BACKWARD_GRAD_Y],
+              &in[UD_IN_BATCH_NORM_BACKWARD_X]},
+             &in[UD_IN_BATCH_NORM_BACKWARD_WEIGHT], NULL,
+             &in[UD_IN_BATCH_NORM_BACKWARD_SAVE_MEAN], &in[UD_IN_BATCH_NORM_BACKWARD_SAVE_INVSTD],
+             &out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_WEIGHT],
+             &out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_BIAS], .backward = 1, .nv = 3};
+  }
+  const UD_Tensor* x = B.view[B.nv - 1];
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, "x", x, UD_X86_FLOAT, &dt));
+  UD_KIT_REQUIRE(x->ndim >= 2, UD_ERR_INVALID_ARGUMENT,
+                 "%s: 'x' has ndim %d, expected [N, C, ...]", op, x->ndim);
   const int64_t c = x->shape[1];
-  for (int i = 0; i < 8; i++) {
-    const UD_Tensor* t = i < 5 ? &a->inputs[i] : &a->outputs[i - 5];
-    if (i == 0 || i == 5 || (backward && i == 1)) {
-      UD_TRY(ud_kit_check_dtype(op, names[backward][i], t, x->dtype));
-      UD_TRY(ud_kit_check_same_shape(op, names[backward][i], t, x));
+  const uint32_t optional = ud_op_info(id)->optional_inputs;
+  for (int i = 0; i < a->num_inputs + a->num_outputs; i++) { /* x-shaped views, or [C] */
+    const int is_in = i < a->num_inputs;
+    const UD_Tensor* t = is_in ? &in[i] : &out[i - a->num_inputs];
+    const char* name = ud_x86_arg_name(id, a, t);
+    if (t == B.view[0] || t == B.view[1] || t == B.view[B.nv - 1]) {
+      UD_KIT_TRY(ud_kit_check_dtype(op, name, t, x->dtype));
+      UD_KIT_TRY(ud_kit_check_same_shape(op, name, t, x));
     } else {
-      UD_TRY(check_channel(op, names[backward][i], t, c, x->dtype, i < 5 && (!backward || i == 2)));
+      UD_KIT_TRY(check_channel(op, name, t, c, x->dtype, is_in && (optional >> i & 1)));
     }
   }
-  B.training = a->attrs[0].value.b;
-  B.f32 = dt == UD_F32;
+  UD_X86_SAME_POS(UD_ATTR_BATCH_NORM_TRAINING, UD_ATTR_BATCH_NORM_BACKWARD_TRAINING);
+  B.training = a->attrs[UD_ATTR_BATCH_NORM_TRAINING].value.b;
+  B.f32 = dt == UD_DT_FLOAT32;
   B.count = c ? ud_kit_numel(x) / c : 0;
   if (!backward) {
-    B.momentum = a->attrs[1].value.f;
-    B.eps = a->attrs[2].value.f;
-    UD_REQUIRE((a->inputs[3].ndim >= 0) == (a->inputs[4].ndim >= 0),
-               "%s: give both 'running_mean' and 'running_var' or neither", op);
-    UD_REQUIRE(!B.training || B.count > 0,
-               "%s: training needs at least one value per channel, 'x' has none", op);
-    UD_REQUIRE(B.training || a->inputs[3].ndim >= 0,
-               "%s: 'running_mean' and 'running_var' are required when training is False", op);
+    B.momentum = a->attrs[UD_ATTR_BATCH_NORM_MOMENTUM].value.f;
+    B.eps = a->attrs[UD_ATTR_BATCH_NORM_EPS].value.f;
+    UD_KIT_REQUIRE((B.mean->ndim >= 0) == (B.var->ndim >= 0), UD_ERR_INVALID_ARGUMENT,
+                   "%s: give both 'running_mean' and 'running_var' or neither", op);
+    UD_KIT_REQUIRE(!B.training || B.count > 0, UD_ERR_INVALID_ARGUMENT,
+                   "%s: training needs at least one value per channel, 'x' has none", op);
+    UD_KIT_REQUIRE(B.training || B.mean->ndim >= 0, UD_ERR_INVALID_ARGUMENT,
+                   "%s: 'running_mean' and 'running_var' are required when training is False",
+                   op);
   }
   if (B.count == 0) B.count = 1; /* an empty batch: the channels still write their statistics */
-  const UD_Tensor* views[3] = {&a->outputs[0], &a->inputs[0], &a->inputs[1]};
-  B.nd = ud_x86_collapse_views(B.nv, views, 1u << 1, B.shape, B.str); /* all but the channels */
+  B.nd = ud_x86_collapse_views(B.nv, B.view, 1u << 1, B.shape, B.str); /* all but the channels */
   ud_x86_parallel(c, UD_GRAIN / (B.count + 1) + 1, bn_task, &B);
   return NULL;
 }
 
-
 /* ---- losses ---- */
-static UD_Error* reduction(const char* op, const UD_KernelArgs* a, int* out) {
-  static const char* names[3] = {"none", "mean", "sum"};
-  for (*out = 0; *out < 3; ++*out)
-    if (strcmp(a->attrs[0].value.s, names[*out]) == 0) return NULL;
-  return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
-                      "%s: attribute 'reduction' is '%s', expected 'none', 'mean' or 'sum'", op,
-                      a->attrs[0].value.s);
-}
-
 static UD_Error* check_shape(const char* op, const char* arg, const UD_Tensor* t, int ndim,
                              const int64_t* shape) {
-  UD_REQUIRE(t->ndim == ndim && (!ndim || !memcmp(t->shape, shape, sizeof(int64_t) * ndim)),
-             "%s: '%s' has ndim %d or a shape that does not match the op's rule", op, arg, t->ndim);
+  UD_KIT_REQUIRE(t->ndim == ndim && (!ndim || !memcmp(t->shape, shape, sizeof(int64_t) * ndim)),
+                 UD_ERR_INVALID_ARGUMENT,
+                 "%s: '%s' has ndim %d or a shape that does not match the op's rule", op, arg,
+                 t->ndim);
   return NULL;
 }
 
+/* nll_loss's arguments; the backward's are these and grad_loss (the UD_X86_SAME_POS lines) */
+typedef struct {
+  const UD_Tensor *logp, *target, *weight, *loss, *total;
+  int reduction; /* index in the op set's choices: none, mean, sum */
+  int64_t ignore;
+} Nll;
+UD_X86_SAME_POS(UD_ATTR_NLL_LOSS_REDUCTION, UD_ATTR_NLL_LOSS_BACKWARD_REDUCTION);
+UD_X86_SAME_POS(UD_ATTR_NLL_LOSS_IGNORE_INDEX, UD_ATTR_NLL_LOSS_BACKWARD_IGNORE_INDEX);
+
 /* Checks of nll_loss and its backward (logp [N, C] or [C]), then every target: class or -1. */
-static UD_Error* nll_check(const char* op, const UD_KernelArgs* a, int first, int* red) {
-  const UD_Tensor *logp = &a->inputs[first], *target = &a->inputs[first + 1];
-  UD_TRY(reduction(op, a, red));
-  UD_TRY(ud_x86_check_dt(op, "logp", logp, UD_FLOAT_SET, NULL));
-  UD_REQUIRE(logp->ndim == 1 || logp->ndim == 2,
-             "%s: 'logp' has ndim %d, expected [N, C] or [C]", op, logp->ndim);
-  UD_TRY(ud_x86_check_dt(op, "target", target, (1u << UD_I32) | (1u << UD_I64), NULL));
-  UD_TRY(check_shape(op, "target", target, logp->ndim - 1, logp->shape));
-  const int64_t classes = logp->shape[logp->ndim - 1], ignore = a->attrs[1].value.i;
-  UD_TRY(check_channel(op, "weight", &a->inputs[first + 2], classes, logp->dtype, 1));
+static UD_Error* nll_check(int id, const UD_KernelArgs* a, int bw, Nll* L) {
+  const char* op = ud_op_info(id)->name;
+  const UD_Tensor* in = a->inputs;
+  *L = bw ? (Nll){&in[UD_IN_NLL_LOSS_BACKWARD_LOGP], &in[UD_IN_NLL_LOSS_BACKWARD_TARGET],
+                  &in[UD_IN_NLL_LOSS_BACKWARD_WEIGHT], &in[UD_IN_NLL_LOSS_BACKWARD_GRAD_LOSS],
+                  &in[UD_IN_NLL_LOSS_BACKWARD_TOTAL_WEIGHT], 0, 0}
+          : (Nll){&in[UD_IN_NLL_LOSS_LOGP], &in[UD_IN_NLL_LOSS_TARGET],
+                  &in[UD_IN_NLL_LOSS_WEIGHT], &a->outputs[UD_OUT_NLL_LOSS_LOSS],
+                  &a->outputs[UD_OUT_NLL_LOSS_TOTAL_WEIGHT], 0, 0};
+  const UD_Tensor *logp = L->logp, *target = L->target;
+  UD_KIT_TRY(ud_x86_choice(id, a, UD_ATTR_NLL_LOSS_REDUCTION, &L->reduction));
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, "logp", logp, UD_X86_FLOAT, NULL));
+  UD_KIT_REQUIRE(logp->ndim == 1 || logp->ndim == 2, UD_ERR_INVALID_ARGUMENT,
+                 "%s: 'logp' has ndim %d, expected [N, C] or [C]", op, logp->ndim);
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, "target", target, UD_DTM_INT32 | UD_DTM_INT64, NULL));
+  UD_KIT_TRY(check_shape(op, "target", target, logp->ndim - 1, logp->shape));
+  const int64_t classes = logp->shape[logp->ndim - 1];
+  L->ignore = a->attrs[UD_ATTR_NLL_LOSS_IGNORE_INDEX].value.i;
+  UD_KIT_TRY(check_channel(op, "weight", L->weight, classes, logp->dtype, 1));
   for (int64_t i = 0; i < (target->ndim ? target->shape[0] : 1); i++) {
     const int64_t t = get_i(target, i);
-    UD_REQUIRE(t == ignore || (t >= 0 && t < classes),
-               "%s: 'target' holds %lld, outside [0, %lld) and not ignore_index (%lld)", op,
-               (long long)t, (long long)classes, (long long)ignore);
+    UD_KIT_REQUIRE(t == L->ignore || (t >= 0 && t < classes), UD_ERR_INVALID_ARGUMENT,
+                   "%s: 'target' holds %lld, outside [0, %lld) and not ignore_index (%lld)", op,
+                   (long long)t, (long long)classes, (long long)L->ignore);
   }
   return NULL;
 }
@@ -203,29 +231,30 @@ static UD_Error* nll_check(const char* op, const UD_KernelArgs* a, int first, in
 /* nll_loss (loss, total_weight = outputs) and its backward (grad_loss, ..., total_weight =
  * inputs, grad_logp = output): per sample i of class t, weight w (0 when ignored),
  * loss_i = -w logp[i, t] and grad_logp[i, t] = -w grad_loss_i / (total_weight or 1). */
-static UD_Error* nll_kernel(const char* op, const UD_KernelArgs* a, int bw) {
-  int red;
-  UD_TRY(ud_x86_check_args(op, a, bw ? 5 : 3, bw ? 1 : 2, "si"));
-  UD_TRY(nll_check(op, a, bw, &red));
-  const UD_Tensor *logp = &a->inputs[bw], *target = &a->inputs[bw + 1], *w = &a->inputs[bw + 2];
-  const UD_Tensor* loss = bw ? &a->inputs[0] : &a->outputs[0];
-  const UD_Tensor* total = bw ? &a->inputs[4] : &a->outputs[1];
-  const char* loss_name = bw ? "grad_loss" : "loss";
-  UD_TRY(ud_kit_check_dtype(op, loss_name, loss, logp->dtype));
-  UD_TRY(check_shape(op, loss_name, loss, red == 0 ? target->ndim : 0, target->shape));
-  UD_TRY(ud_kit_check_dtype(op, "total_weight", total, logp->dtype));
-  UD_TRY(check_shape(op, "total_weight", total, 0, NULL));
+static UD_Error* nll_kernel(int id, const UD_KernelArgs* a, int bw) {
+  const char* op = ud_op_info(id)->name;
+  Nll L;
+  UD_KIT_TRY(ud_x86_check_args(id, a));
+  UD_KIT_TRY(nll_check(id, a, bw, &L));
+  const UD_Tensor *logp = L.logp, *target = L.target, *w = L.weight, *loss = L.loss;
+  const UD_Tensor *total = L.total, *grad = &a->outputs[UD_OUT_NLL_LOSS_BACKWARD_GRAD_LOGP];
+  const int red = L.reduction;
+  const char* loss_name = ud_x86_arg_name(id, a, loss);
+  UD_KIT_TRY(ud_kit_check_dtype(op, loss_name, loss, logp->dtype));
+  UD_KIT_TRY(check_shape(op, loss_name, loss, red == 0 ? target->ndim : 0, target->shape));
+  UD_KIT_TRY(ud_kit_check_dtype(op, "total_weight", total, logp->dtype));
+  UD_KIT_TRY(check_shape(op, "total_weight", total, 0, NULL));
   if (bw) {
-    UD_TRY(ud_kit_check_dtype(op, "grad_logp", &a->outputs[0], logp->dtype));
-    UD_TRY(ud_kit_check_same_shape(op, "grad_logp", &a->outputs[0], logp));
-    ud_x86_fill_view(&a->outputs[0], 0.0);
+    UD_KIT_TRY(ud_kit_check_dtype(op, "grad_logp", grad, logp->dtype));
+    UD_KIT_TRY(ud_kit_check_same_shape(op, "grad_logp", grad, logp));
+    ud_x86_fill_view(grad, 0.0);
   }
   const double norm = bw && red == 1 ? get_f(total, 0) : 1.0;
   double sum = 0, wsum = 0;
   for (int64_t i = 0; i < (target->ndim ? target->shape[0] : 1); i++) {
     const int64_t cls = get_i(target, i);
-    const double wi = cls == a->attrs[1].value.i ? 0.0 : w->ndim >= 0 ? get_f(w, cls) : 1.0;
-    const UD_Tensor row = row_of(bw ? &a->outputs[0] : logp, i);
+    const double wi = cls == L.ignore ? 0.0 : w->ndim >= 0 ? get_f(w, cls) : 1.0;
+    const UD_Tensor row = row_of(bw ? grad : logp, i);
     if (bw && wi != 0.0) set_f(&row, cls, -wi * get_f(loss, red == 0 ? i : 0) / norm);
     if (bw) continue;
     const double li = wi == 0.0 ? 0.0 : -wi * get_f(&row, cls);
@@ -239,25 +268,31 @@ static UD_Error* nll_kernel(const char* op, const UD_KernelArgs* a, int bw) {
   return NULL;
 }
 
-static UD_Error* mse_kernel(const char* op, const UD_KernelArgs* a, int backward) {
+static UD_Error* mse_kernel(int id, const UD_KernelArgs* a, int backward) {
+  const char* op = ud_op_info(id)->name;
   int dt, red;
-  UD_TRY(ud_x86_check_args(op, a, backward ? 3 : 2, 1, "s"));
-  UD_TRY(reduction(op, a, &red));
-  const UD_Tensor *x = &a->inputs[backward], *t = &a->inputs[backward + 1], *out = &a->outputs[0];
-  UD_TRY(ud_x86_check_dt(op, "x", x, UD_FLOAT_SET, &dt));
-  UD_TRY(ud_kit_check_dtype(op, "target", t, x->dtype));
-  UD_TRY(ud_kit_check_same_shape(op, "target", t, x));
-  UD_TRY(ud_kit_check_dtype(op, backward ? "grad_x" : "loss", out, x->dtype));
-  UD_TRY(backward || red == 0 ? ud_kit_check_same_shape(op, "out", out, x)
-                              : check_shape(op, "loss", out, 0, NULL));
-  const int f32 = dt == UD_F32;
+  UD_KIT_TRY(ud_x86_check_args(id, a));
+  UD_X86_SAME_POS(UD_ATTR_MSE_LOSS_REDUCTION, UD_ATTR_MSE_LOSS_BACKWARD_REDUCTION);
+  UD_KIT_TRY(ud_x86_choice(id, a, UD_ATTR_MSE_LOSS_REDUCTION, &red));
+  const UD_Tensor* x = &a->inputs[backward ? UD_IN_MSE_LOSS_BACKWARD_X : UD_IN_MSE_LOSS_X];
+  const UD_Tensor* t =
+      &a->inputs[backward ? UD_IN_MSE_LOSS_BACKWARD_TARGET : UD_IN_MSE_LOSS_TARGET];
+  const UD_Tensor* out = &a->outputs[UD_OUT_MSE_LOSS_LOSS]; /* or grad_x */
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, "x", x, UD_X86_FLOAT, &dt));
+  UD_KIT_TRY(ud_kit_check_dtype(op, "target", t, x->dtype));
+  UD_KIT_TRY(ud_kit_check_same_shape(op, "target", t, x));
+  UD_KIT_TRY(ud_kit_check_dtype(op, backward ? "grad_x" : "loss", out, x->dtype));
+  UD_KIT_TRY(backward || red == 0 ? ud_kit_check_same_shape(op, "out", out, x)
+                                  : check_shape(op, "loss", out, 0, NULL));
+  const int f32 = dt == UD_DT_FLOAT32;
   const int64_t numel = ud_kit_numel(x);
   if (backward) {
-    UD_Tensor g = a->inputs[0];
+    UD_Tensor g = a->inputs[UD_IN_MSE_LOSS_BACKWARD_GRAD_LOSS];
     const int64_t zeros[UD_KIT_MAX_DIMS] = {0};
-    UD_TRY(ud_kit_check_dtype(op, "grad_loss", &g, x->dtype));
-    UD_REQUIRE(g.ndim == 0 || (red == 0 && ud_kit_same_shape(&g, x)),
-               "%s: 'grad_loss' must be 0-d%s", op, red == 0 ? " or have x's shape" : "");
+    UD_KIT_TRY(ud_kit_check_dtype(op, "grad_loss", &g, x->dtype));
+    UD_KIT_REQUIRE(g.ndim == 0 || (red == 0 && ud_kit_same_shape(&g, x)),
+                   UD_ERR_INVALID_ARGUMENT, "%s: 'grad_loss' must be 0-d%s", op,
+                   red == 0 ? " or have x's shape" : "");
     if (g.ndim == 0) { /* a scalar gradient, broadcast */
       g.ndim = x->ndim;
       g.shape = x->shape;
@@ -286,21 +321,12 @@ static UD_Error* mse_kernel(const char* op, const UD_KernelArgs* a, int backward
   return NULL;
 }
 
-#define UD_NN_KERNEL(NAME, FN, BWD) \
-  static UD_Error* k_##NAME(const UD_KernelArgs* a) { return FN(#NAME, a, BWD); }
-UD_NN_KERNEL(batch_norm, bn_kernel, 0)
-UD_NN_KERNEL(batch_norm_backward, bn_kernel, 1)
-UD_NN_KERNEL(nll_loss, nll_kernel, 0)
-UD_NN_KERNEL(nll_loss_backward, nll_kernel, 1)
-UD_NN_KERNEL(mse_loss, mse_kernel, 0)
-UD_NN_KERNEL(mse_loss_backward, mse_kernel, 1)
-
-const UD_X86Kernel ud_x86_nn_kernels[] = {
-    {"batch_norm", UD_FLOAT_SET, k_batch_norm},
-    {"batch_norm_backward", UD_FLOAT_SET, k_batch_norm_backward},
-    {"nll_loss", UD_FLOAT_SET, k_nll_loss},
-    {"nll_loss_backward", UD_FLOAT_SET, k_nll_loss_backward},
-    {"mse_loss", UD_FLOAT_SET, k_mse_loss},
-    {"mse_loss_backward", UD_FLOAT_SET, k_mse_loss_backward},
-    {NULL, 0, NULL},
-};
+#define UD_NN_OPS(X)                                                                     \
+  X(BATCH_NORM, bn_kernel, 0) X(BATCH_NORM_BACKWARD, bn_kernel, 1) X(NLL_LOSS, nll_kernel, 0) \
+  X(NLL_LOSS_BACKWARD, nll_kernel, 1) X(MSE_LOSS, mse_kernel, 0)                             \
+  X(MSE_LOSS_BACKWARD, mse_kernel, 1)
+#define UD_NN_KERNEL(K, FN, BWD) \
+  static UD_Error* k_##K(const UD_KernelArgs* a) { return FN(UD_OP_##K, a, BWD); }
+UD_NN_OPS(UD_NN_KERNEL)
+#define UD_NN_ENTRY(K, FN, BWD) {UD_OP_##K, UD_X86_FLOAT, k_##K},
+const UD_X86Kernel ud_x86_nn_kernels[] = {UD_NN_OPS(UD_NN_ENTRY){0, 0, NULL}};

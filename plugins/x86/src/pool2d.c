@@ -27,7 +27,7 @@ static char* plane(const UD_Tensor* t, int64_t p, int64_t c) {
 
 static void planes_task(void* ctx, int64_t begin, int64_t end) {
   Planes* P = ctx;
-  const int f32 = P->dt == UD_F32;
+  const int f32 = P->dt == UD_DT_FLOAT32;
   for (int64_t p = begin; p < end; p++) {
     char *x = plane(P->x, p, P->c), *y = plane(P->y, p, P->c);
     int64_t* idx = P->idx ? (int64_t*)plane(P->idx, p, P->c) : NULL;
@@ -52,9 +52,9 @@ static UD_Error* pair(const char* op, const UD_Attr* at, const int64_t* fallback
                       int64_t out[2]) {
   const int64_t n = at->value.ints.len;
   const int64_t* v = n == 0 && fallback ? fallback : at->value.ints.data;
-  UD_REQUIRE((n == 2 || (n == 0 && fallback)) && v[0] >= lo && v[1] >= lo,
-             "%s: attribute '%s' must be 2 values >= %lld%s", op, at->name ? at->name : "?",
-             (long long)lo, fallback ? " (or empty)" : "");
+  UD_KIT_REQUIRE((n == 2 || (n == 0 && fallback)) && v[0] >= lo && v[1] >= lo,
+                 UD_ERR_INVALID_ARGUMENT, "%s: attribute '%s' must be 2 values >= %lld%s", op,
+                 at->name ? at->name : "?", (long long)lo, fallback ? " (or empty)" : "");
   out[0] = v[0];
   out[1] = v[1];
   return NULL;
@@ -66,52 +66,60 @@ static int64_t out_extent(int64_t size, int64_t k, int64_t s, int64_t p, int64_t
   return o;
 }
 
-static UD_Error* pool_kernel(const char* op, int kind, int backward, const UD_KernelArgs* a) {
-  static const char* sigs[] = {"nnnnb", "nnnbb", "n"};
-  static const char* names[2][3] = {{"x", "y", "indices"}, {"grad_x", "grad_y", "indices"}};
+/* Every pool reads its arguments at max_pool2d's positions (or avg_pool2d's, where they differ;
+ * the UD_X86_SAME_POS lines below), the backwards at max_pool2d_backward's. */
+static UD_Error* pool_kernel(int id, int kind, int backward, const UD_KernelArgs* a) {
+  const char* op = ud_op_info(id)->name;
   Planes P = {.kind = kind, .backward = backward};
   atomic_init(&P.any_bad, 0);
   atomic_init(&P.bad, 0);
-  const int nin = backward ? (kind == P_MAX ? 3 : 2) : 1;
-  UD_TRY(ud_x86_check_args(op, a, nin, kind == P_MAX && !backward ? 2 : 1, sigs[kind]));
-  const UD_Tensor* x = &a->inputs[backward];
-  UD_TRY(ud_x86_check_dt(op, "x", x, UD_FLOAT_SET, &P.dt));
-  UD_REQUIRE(x->ndim == 4, "%s: 'x' has ndim %d, expected 4 [N, C, H, W]", op, x->ndim);
+  UD_KIT_TRY(ud_x86_check_args(id, a));
+  const UD_Tensor* x = &a->inputs[backward ? UD_IN_MAX_POOL2D_BACKWARD_X : UD_IN_MAX_POOL2D_X];
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, "x", x, UD_X86_FLOAT, &P.dt));
+  UD_KIT_REQUIRE(x->ndim == 4, UD_ERR_INVALID_ARGUMENT,
+                 "%s: 'x' has ndim %d, expected 4 [N, C, H, W]", op, x->ndim);
   Geom* g = &P.g;
   int64_t k[2], s[2], p[2], d[2] = {1, 1};
-  UD_TRY(pair(op, &a->attrs[0], NULL, 1, k)); /* output_size or kernel_size */
+  UD_KIT_TRY(pair(op, &a->attrs[UD_ATTR_MAX_POOL2D_KERNEL_SIZE], NULL, 1, k)); /* or output_size */
   if (kind == P_ADAPTIVE) {
-    UD_REQUIRE(x->shape[2] && x->shape[3], "%s: 'x' has an empty plane", op);
+    UD_KIT_REQUIRE(x->shape[2] && x->shape[3], UD_ERR_INVALID_ARGUMENT,
+                   "%s: 'x' has an empty plane", op);
     *g = (Geom){.h = x->shape[2], .w = x->shape[3], .oh = k[0], .ow = k[1], .adaptive = 1};
   } else {
-    UD_TRY(pair(op, &a->attrs[1], k, 1, s));
-    UD_TRY(pair(op, &a->attrs[2], NULL, 0, p));
-    if (kind == P_MAX) UD_TRY(pair(op, &a->attrs[3], NULL, 1, d));
-    UD_REQUIRE(p[0] <= k[0] / 2 && p[1] <= k[1] / 2,
-               "%s: padding (%lld, %lld) must be at most half of kernel_size", op,
-               (long long)p[0], (long long)p[1]);
-    const int ceil = a->attrs[kind == P_MAX ? 4 : 3].value.b;
+    UD_KIT_TRY(pair(op, &a->attrs[UD_ATTR_MAX_POOL2D_STRIDE], k, 1, s));
+    UD_KIT_TRY(pair(op, &a->attrs[UD_ATTR_MAX_POOL2D_PADDING], NULL, 0, p));
+    if (kind == P_MAX) UD_KIT_TRY(pair(op, &a->attrs[UD_ATTR_MAX_POOL2D_DILATION], NULL, 1, d));
+    UD_KIT_REQUIRE(p[0] <= k[0] / 2 && p[1] <= k[1] / 2, UD_ERR_INVALID_ARGUMENT,
+                   "%s: padding (%lld, %lld) must be at most half of kernel_size", op,
+                   (long long)p[0], (long long)p[1]);
+    const int ceil_at = kind == P_MAX ? UD_ATTR_MAX_POOL2D_CEIL_MODE : UD_ATTR_AVG_POOL2D_CEIL_MODE;
+    const int ceil = a->attrs[ceil_at].value.b;
+    const int include_pad = kind == P_AVG && a->attrs[UD_ATTR_AVG_POOL2D_COUNT_INCLUDE_PAD].value.b;
     const int64_t h = x->shape[2], w = x->shape[3];
     *g = (Geom){h, w, out_extent(h, k[0], s[0], p[0], d[0], ceil),
                 out_extent(w, k[1], s[1], p[1], d[1], ceil), k[0], k[1], s[0], s[1], p[0], p[1],
-                d[0], d[1], kind == P_AVG && a->attrs[4].value.b, 0, {0}, {0}, {0}};
-    UD_REQUIRE(g->oh >= 1 && g->ow >= 1,
-               "%s: 'x' plane %lldx%lld is too small for kernel_size (%lld, %lld)", op,
-               (long long)h, (long long)w, (long long)k[0], (long long)k[1]);
+                d[0], d[1], include_pad, 0, {0}, {0}, {0}};
+    UD_KIT_REQUIRE(g->oh >= 1 && g->ow >= 1, UD_ERR_INVALID_ARGUMENT,
+                   "%s: 'x' plane %lldx%lld is too small for kernel_size (%lld, %lld)", op,
+                   (long long)h, (long long)w, (long long)k[0], (long long)k[1]);
   }
   /* x-shaped: x or grad_x; y-shaped: y or grad_y, and indices */
-  P.x = backward ? &a->outputs[0] : x;
-  P.y = backward ? &a->inputs[0] : &a->outputs[0];
-  P.idx = kind != P_MAX ? NULL : backward ? &a->inputs[2] : &a->outputs[1];
+  P.x = backward ? &a->outputs[UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X] : x;
+  P.y = backward ? &a->inputs[UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y] : &a->outputs[UD_OUT_MAX_POOL2D_Y];
+  P.idx = kind != P_MAX ? NULL
+          : backward    ? &a->inputs[UD_IN_MAX_POOL2D_BACKWARD_INDICES]
+                        : &a->outputs[UD_OUT_MAX_POOL2D_INDICES];
   const int64_t yshape[4] = {x->shape[0], x->shape[1], g->oh, g->ow};
   const UD_Tensor* checks[3] = {P.x, P.y, P.idx};
   for (int i = 0; i < 3 && checks[i]; i++) {
     const int64_t* shape = i == 0 ? x->shape : yshape;
-    UD_TRY(ud_kit_check_dtype(op, names[backward][i], checks[i],
-                              i == 2 ? ud_x86_dtype(UD_I64) : x->dtype));
-    UD_REQUIRE(checks[i]->ndim == 4 && !memcmp(checks[i]->shape, shape, sizeof yshape),
-               "%s: '%s' must have shape [%lld, %lld, %lld, %lld]", op, names[backward][i],
-               (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3]);
+    const char* name = ud_x86_arg_name(id, a, checks[i]);
+    UD_KIT_TRY(ud_kit_check_dtype(op, name, checks[i],
+                                  i == 2 ? ud_dtype_of(UD_DT_INT64) : x->dtype));
+    UD_KIT_REQUIRE(checks[i]->ndim == 4 && !memcmp(checks[i]->shape, shape, sizeof yshape),
+                   UD_ERR_INVALID_ARGUMENT, "%s: '%s' must have shape [%lld, %lld, %lld, %lld]",
+                   op, name, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+                   (long long)shape[3]);
   }
   P.c = x->shape[1];
   for (int j = 0; j < 2; j++) {
@@ -124,26 +132,32 @@ static UD_Error* pool_kernel(const char* op, int kind, int backward, const UD_Ke
   if (planes == 0 || (backward ? g->h * g->w : g->oh * g->ow) == 0) return NULL;
   ud_x86_parallel(planes, (1 << 15) / (work + 1) + 1, planes_task, &P);
   const long long bad = atomic_load(&P.bad);
-  UD_REQUIRE(!atomic_load(&P.any_bad), "%s: 'indices' holds %lld, outside the input plane [0, %lld)", op, bad,
-             (long long)(g->h * g->w));
+  UD_KIT_REQUIRE(!atomic_load(&P.any_bad), UD_ERR_INVALID_ARGUMENT,
+                 "%s: 'indices' holds %lld, outside the input plane [0, %lld)", op, bad,
+                 (long long)(g->h * g->w));
   return NULL;
 }
 
-#define UD_POOL_KERNEL(NAME, KIND, BWD) \
-  static UD_Error* k_##NAME(const UD_KernelArgs* a) { return pool_kernel(#NAME, KIND, BWD, a); }
-UD_POOL_KERNEL(max_pool2d, P_MAX, 0)
-UD_POOL_KERNEL(max_pool2d_backward, P_MAX, 1)
-UD_POOL_KERNEL(avg_pool2d, P_AVG, 0)
-UD_POOL_KERNEL(avg_pool2d_backward, P_AVG, 1)
-UD_POOL_KERNEL(adaptive_avg_pool2d, P_ADAPTIVE, 0)
-UD_POOL_KERNEL(adaptive_avg_pool2d_backward, P_ADAPTIVE, 1)
+#define UD_POOL_OPS(X)                                                                     \
+  X(MAX_POOL2D, P_MAX, 0) X(MAX_POOL2D_BACKWARD, P_MAX, 1) X(AVG_POOL2D, P_AVG, 0)             \
+  X(AVG_POOL2D_BACKWARD, P_AVG, 1) X(ADAPTIVE_AVG_POOL2D, P_ADAPTIVE, 0)                       \
+  X(ADAPTIVE_AVG_POOL2D_BACKWARD, P_ADAPTIVE, 1)
+#define UD_POOL_KERNEL(K, KIND, BWD) \
+  static UD_Error* k_##K(const UD_KernelArgs* a) { return pool_kernel(UD_OP_##K, KIND, BWD, a); }
+UD_POOL_OPS(UD_POOL_KERNEL)
+#define UD_POOL_ENTRY(K, KIND, BWD) {UD_OP_##K, UD_X86_FLOAT, k_##K},
+const UD_X86Kernel ud_x86_pool_kernels[] = {UD_POOL_OPS(UD_POOL_ENTRY){0, 0, NULL}};
 
-const UD_X86Kernel ud_x86_pool_kernels[] = {
-    {"max_pool2d", UD_FLOAT_SET, k_max_pool2d},
-    {"max_pool2d_backward", UD_FLOAT_SET, k_max_pool2d_backward},
-    {"avg_pool2d", UD_FLOAT_SET, k_avg_pool2d},
-    {"avg_pool2d_backward", UD_FLOAT_SET, k_avg_pool2d_backward},
-    {"adaptive_avg_pool2d", UD_FLOAT_SET, k_adaptive_avg_pool2d},
-    {"adaptive_avg_pool2d_backward", UD_FLOAT_SET, k_adaptive_avg_pool2d_backward},
-    {NULL, 0, NULL},
-};
+/* the shared positions pool_kernel reads */
+#define UD_POOL_BWD(F, A) UD_X86_SAME_POS(UD_ATTR_##F##_BACKWARD_##A, UD_ATTR_##F##_##A);
+#define UD_POOL_AVG(F, A) UD_X86_SAME_POS(UD_ATTR_AVG_POOL2D_##A, UD_ATTR_MAX_POOL2D_##A);
+#define UD_POOL_COMMON(F, X) X(F, KERNEL_SIZE) X(F, STRIDE) X(F, PADDING)
+UD_POOL_COMMON(MAX_POOL2D, UD_POOL_BWD) UD_POOL_BWD(MAX_POOL2D, DILATION)
+UD_POOL_BWD(MAX_POOL2D, CEIL_MODE) UD_POOL_COMMON(AVG_POOL2D, UD_POOL_BWD)
+UD_POOL_BWD(AVG_POOL2D, CEIL_MODE) UD_POOL_BWD(AVG_POOL2D, COUNT_INCLUDE_PAD)
+UD_POOL_BWD(ADAPTIVE_AVG_POOL2D, OUTPUT_SIZE) UD_POOL_COMMON(, UD_POOL_AVG)
+UD_X86_SAME_POS(UD_ATTR_ADAPTIVE_AVG_POOL2D_OUTPUT_SIZE, UD_ATTR_MAX_POOL2D_KERNEL_SIZE);
+#define UD_POOL_IN(F, A) UD_X86_SAME_POS(UD_IN_##F##_##A, UD_IN_MAX_POOL2D_##A);
+UD_POOL_IN(AVG_POOL2D, X) UD_POOL_IN(ADAPTIVE_AVG_POOL2D, X)
+UD_POOL_IN(AVG_POOL2D, BACKWARD_X) UD_POOL_IN(ADAPTIVE_AVG_POOL2D, BACKWARD_X)
+UD_POOL_IN(AVG_POOL2D, BACKWARD_GRAD_Y) UD_POOL_IN(ADAPTIVE_AVG_POOL2D, BACKWARD_GRAD_Y)

@@ -24,24 +24,27 @@ typedef union {
   int64_t i;
 } Acc;
 
-#define UD_ROWS(OP) {ud_row_##OP##_f32, ud_row_##OP##_f64, ud_row_##OP##_i32, ud_row_##OP##_i64}
-#define UD_COLS(OP) {ud_col_##OP##_f32, ud_col_##OP##_f64, ud_col_##OP##_i32, ud_col_##OP##_i64}
+/* per-dtype functions, indexed by ops.h's UD_DT_* ids */
+#define UD_BY_DT(F, OP)                                                                 \
+  {[UD_DT_FLOAT32] = ud_##F##OP##_f32, [UD_DT_FLOAT64] = ud_##F##OP##_f64,            \
+   [UD_DT_INT32] = ud_##F##OP##_i32, [UD_DT_INT64] = ud_##F##OP##_i64}
+#define UD_ROWS(OP) UD_BY_DT(row_, OP)
+#define UD_COLS(OP) UD_BY_DT(col_, OP)
 static const struct {
-  const char* name;
-  unsigned dtypes;
-  RowFn row[4];
-  ColFn col[4];
+  int op;
+  RowFn row[UD_DT_COUNT];
+  ColFn col[UD_DT_COUNT];
   Acc init[2]; /* the accumulator's start: float dtypes, integer dtypes */
 } g_red[] = {
-    {"sum", UD_NUMERIC_SET, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
-    {"mean", UD_FLOAT_SET, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
-    {"max", UD_NUMERIC_SET, UD_ROWS(max), UD_COLS(max), {{.f = -INFINITY}, {.i = INT64_MIN}}},
-    {"min", UD_NUMERIC_SET, UD_ROWS(min), UD_COLS(min), {{.f = INFINITY}, {.i = INT64_MAX}}},
-    {"prod", UD_NUMERIC_SET, UD_ROWS(prod), UD_COLS(prod), {{.f = 1.0}, {.i = 1}}},
-    {"argmax", UD_NUMERIC_SET, UD_ROWS(argmax), {NULL}, {{.f = 0.0}, {.i = 0}}},
-    {"argmin", UD_NUMERIC_SET, UD_ROWS(argmin), {NULL}, {{.f = 0.0}, {.i = 0}}},
+    {UD_OP_SUM, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
+    {UD_OP_MEAN, UD_ROWS(sum), UD_COLS(sum), {{.f = 0.0}, {.i = 0}}},
+    {UD_OP_MAX, UD_ROWS(max), UD_COLS(max), {{.f = -INFINITY}, {.i = INT64_MIN}}},
+    {UD_OP_MIN, UD_ROWS(min), UD_COLS(min), {{.f = INFINITY}, {.i = INT64_MAX}}},
+    {UD_OP_PROD, UD_ROWS(prod), UD_COLS(prod), {{.f = 1.0}, {.i = 1}}},
+    {UD_OP_ARGMAX, UD_ROWS(argmax), {NULL}, {{.f = 0.0}, {.i = 0}}},
+    {UD_OP_ARGMIN, UD_ROWS(argmin), {NULL}, {{.f = 0.0}, {.i = 0}}},
 };
-static const FinishFn g_finish[4] = {ud_finish_f32, ud_finish_f64, ud_finish_i32, ud_finish_i64};
+static const FinishFn g_finish[UD_DT_COUNT] = UD_BY_DT(finish, );
 
 typedef struct {
   int op, dt, is_arg, kd, rd; /* kd/rd: collapsed kept/reduced ndim */
@@ -115,7 +118,7 @@ static void reduce_split(const Red* R) {
                (R->red_n + parts - 1) / parts, {{0}}, {0}};
     ud_x86_parallel(parts, 1, split_task, &S);
     /* the partials are accumulators (double or int64): combine them with the f64/i64 rows */
-    const int wide = R->dt <= UD_F64 ? UD_F64 : UD_I64;
+    const int wide = (UD_X86_FLOAT >> R->dt & 1) ? UD_DT_FLOAT64 : UD_DT_INT64;
     Acc acc = R->init;
     int64_t best = -1; /* argmax/argmin: the winning part */
     for (int p = 0; R->is_arg && p < parts; p++) /* drop empty parts: their value means nothing */
@@ -145,24 +148,25 @@ static void cols_task(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
-static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
-  const char* name = g_red[op].name;
+static UD_Error* reduce_kernel(int op, uint32_t dtypes, const UD_KernelArgs* a) {
+  const char* name = ud_op_info(g_red[op].op)->name;
   Red R = {.op = op, .is_arg = op >= R_ARGMAX};
-  UD_TRY(ud_x86_check_args(name, a, 1, 1, "nb"));
-  UD_TRY(ud_x86_check_dt(name, "x", &a->inputs[0], g_red[op].dtypes, &R.dt));
-  const UD_Tensor *x = &a->inputs[0], *y = &a->outputs[0];
-  UD_TRY(ud_kit_check_dtype(name, "y", y, R.is_arg ? ud_x86_dtype(UD_I64) : x->dtype));
-  const int64_t* axes = a->attrs[0].value.ints.data;
-  const int64_t naxes = a->attrs[0].value.ints.len;
-  const int keepdims = a->attrs[1].value.b;
-  UD_REQUIRE(!R.is_arg || naxes <= 1, "%s: 'axes' has %lld axes, expected at most 1", name,
-             (long long)naxes);
+  UD_KIT_TRY(ud_x86_check_args(g_red[op].op, a));
+  const UD_Tensor *x = &a->inputs[UD_IN_SUM_X], *y = &a->outputs[UD_OUT_SUM_Y];
+  UD_KIT_TRY(ud_kit_check_dtype_in(name, "x", x, dtypes, &R.dt));
+  UD_KIT_TRY(ud_kit_check_dtype(name, ud_op_info(g_red[op].op)->output_names[0], y,
+                                R.is_arg ? ud_dtype_of(UD_DT_INT64) : x->dtype));
+  const int64_t* axes = a->attrs[UD_ATTR_SUM_AXES].value.ints.data;
+  const int64_t naxes = a->attrs[UD_ATTR_SUM_AXES].value.ints.len;
+  const int keepdims = a->attrs[UD_ATTR_SUM_KEEPDIMS].value.b;
+  UD_KIT_REQUIRE(!R.is_arg || naxes <= 1, UD_ERR_INVALID_ARGUMENT,
+                 "%s: 'axes' has %lld axes, expected at most 1", name, (long long)naxes);
   int reduced[UD_KIT_MAX_DIMS] = {0};
   for (int64_t i = 0; i < naxes; i++) {
     int ax;
-    UD_TRY(ud_x86_axis(name, axes[i], x->ndim, &ax));
-    UD_REQUIRE(x->ndim == 0 || !reduced[ax], "%s: axis %lld appears twice in 'axes'", name,
-               (long long)axes[i]);
+    UD_KIT_TRY(ud_x86_axis(name, axes[i], x->ndim, &ax));
+    UD_KIT_REQUIRE(x->ndim == 0 || !reduced[ax], UD_ERR_INVALID_ARGUMENT,
+                   "%s: axis %lld appears twice in 'axes'", name, (long long)axes[i]);
     reduced[ax] = x->ndim > 0;
   }
   /* split x's dims into kept and reduced; check y's shape and align its strides with x's */
@@ -178,18 +182,18 @@ static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
     shape_ok &= yd < y->ndim && y->shape[yd] == (red ? 1 : x->shape[k]);
     ystr[k] = yd < y->ndim ? y->strides[yd++] : 0;
   }
-  UD_REQUIRE(shape_ok && yd == y->ndim,
-             "%s: output 'y' has ndim %d or a shape that does not match x reduced over 'axes' "
-             "(keepdims=%d)", name, y->ndim, keepdims);
+  UD_KIT_REQUIRE(shape_ok && yd == y->ndim, UD_ERR_INVALID_ARGUMENT,
+                 "%s: output 'y' has ndim %d or a shape that does not match x reduced over 'axes' "
+                 "(keepdims=%d)", name, y->ndim, keepdims);
   if (R.kept_n == 0) return NULL;
-  UD_REQUIRE(R.red_n > 0 || op == R_SUM || op == R_MEAN || op == R_PROD,
-             "%s: reducing an empty axis has no identity", name);
+  UD_KIT_REQUIRE(R.red_n > 0 || op == R_SUM || op == R_MEAN || op == R_PROD,
+                 UD_ERR_INVALID_ARGUMENT, "%s: reducing an empty axis has no identity", name);
   R.x = ud_x86_ptr(x);
   R.out = ud_x86_ptr(y);
   R.xsize = (int)ud_kit_itemsize(x->dtype);
   R.osize = (int)ud_kit_itemsize(y->dtype);
   R.div = op == R_MEAN ? (double)R.red_n : 1.0;
-  R.init = g_red[op].init[R.dt > UD_F64];
+  R.init = g_red[op].init[!(UD_X86_FLOAT >> R.dt & 1)];
   UD_Tensor y_as_x = *x; /* y's strides along x's kept dims */
   y_as_x.strides = ystr;
   const UD_Tensor* views[2] = {x, &y_as_x};
@@ -214,11 +218,15 @@ static UD_Error* reduce_kernel(int op, const UD_KernelArgs* a) {
   return NULL;
 }
 
-#define UD_RED_OPS(X)                                                                     \
-  X(sum, R_SUM, NUMERIC) X(mean, R_MEAN, FLOAT) X(max, R_MAX, NUMERIC) X(min, R_MIN, NUMERIC) \
-  X(prod, R_PROD, NUMERIC) X(argmax, R_ARGMAX, NUMERIC) X(argmin, R_ARGMIN, NUMERIC)
-#define UD_RED_KERNEL(K, OP, G) \
-  static UD_Error* k_##K(const UD_KernelArgs* a) { return reduce_kernel(OP, a); }
+/* every reduction reads its input, output and attributes at sum's positions */
+#define UD_RED_OPS(X) \
+  X(SUM, NUMERIC) X(MEAN, FLOAT) X(MAX, NUMERIC) X(MIN, NUMERIC) X(PROD, NUMERIC) \
+  X(ARGMAX, NUMERIC) X(ARGMIN, NUMERIC)
+#define UD_RED_KERNEL(K, G)                                                      \
+  UD_X86_SAME_POS(UD_IN_##K##_X, UD_IN_SUM_X);                                   \
+  UD_X86_SAME_POS(UD_ATTR_##K##_AXES, UD_ATTR_SUM_AXES);                         \
+  UD_X86_SAME_POS(UD_ATTR_##K##_KEEPDIMS, UD_ATTR_SUM_KEEPDIMS);                 \
+  static UD_Error* k_##K(const UD_KernelArgs* a) { return reduce_kernel(R_##K, UD_X86_##G, a); }
 UD_RED_OPS(UD_RED_KERNEL)
-#define UD_RED_ENTRY(K, OP, G) {#K, UD_##G##_SET, k_##K},
-const UD_X86Kernel ud_x86_reduce_kernels[] = {UD_RED_OPS(UD_RED_ENTRY){NULL, 0, NULL}};
+#define UD_RED_ENTRY(K, G) {UD_OP_##K, UD_X86_##G, k_##K},
+const UD_X86Kernel ud_x86_reduce_kernels[] = {UD_RED_OPS(UD_RED_ENTRY){0, 0, NULL}};

@@ -23,28 +23,35 @@ static void rows_task(void* ctx, int64_t begin, int64_t end) {
     for (int v = 0; v < R->nv; v++)
       p[v] = R->base[v] + ud_x86_offset(r, R->kd, R->kshape, R->kstr[v]) * R->size;
     if (R->nv == 2)
-      (R->dt == UD_F32 ? ud_softmax_row_f32 : ud_softmax_row_f64)(R->n, p[0], R->astride[0], p[1],
-                                                                  R->astride[1], R->log);
+      (R->dt == UD_DT_FLOAT32 ? ud_softmax_row_f32 : ud_softmax_row_f64)(
+          R->n, p[0], R->astride[0], p[1], R->astride[1], R->log);
     else
-      (R->dt == UD_F32 ? ud_softmax_backward_row_f32 : ud_softmax_backward_row_f64)(
+      (R->dt == UD_DT_FLOAT32 ? ud_softmax_backward_row_f32 : ud_softmax_backward_row_f64)(
           R->n, p[0], R->astride[0], p[1], R->astride[1], p[2], R->astride[2], R->log);
   }
 }
 
-/* views[0] is the output; every view has views[0]'s shape. */
-static UD_Error* softmax_kernel(const char* op, const UD_KernelArgs* a, int nin, int log) {
+/* views[0] is the output; every view has views[0]'s shape. The log_ ops read their arguments
+ * at the positions of softmax and softmax_backward (the UD_X86_SAME_POS lines below). */
+static UD_Error* softmax_kernel(int id, const UD_KernelArgs* a, int log) {
+  const UD_OpInfo* info = ud_op_info(id);
+  const char* op = info->name;
+  const int nin = info->num_inputs;
   Rows R = {.nv = nin + 1, .log = log};
-  UD_TRY(ud_x86_check_args(op, a, nin, 1, "i"));
-  UD_TRY(ud_x86_check_dt(op, nin == 1 ? "x" : "grad_y", &a->inputs[0], UD_FLOAT_SET, &R.dt));
-  const UD_Tensor* views[3] = {&a->outputs[0], &a->inputs[0], nin > 1 ? &a->inputs[1] : NULL};
-  static const char* names[2][3] = {{"y", "x", ""}, {"grad_x", "grad_y", "y"}};
+  UD_KIT_TRY(ud_x86_check_args(id, a));
+  const UD_Tensor* views[3] = {
+      &a->outputs[0], &a->inputs[nin > 1 ? UD_IN_SOFTMAX_BACKWARD_GRAD_Y : UD_IN_SOFTMAX_X],
+      nin > 1 ? &a->inputs[UD_IN_SOFTMAX_BACKWARD_Y] : NULL};
+  UD_KIT_TRY(ud_kit_check_dtype_in(op, info->input_names[views[1] - a->inputs], views[1],
+                                   UD_X86_FLOAT, &R.dt));
   for (int v = 0; v < R.nv; v++) {
-    UD_TRY(ud_kit_check_dtype(op, names[nin - 1][v], views[v], a->inputs[0].dtype));
-    UD_TRY(ud_kit_check_same_shape(op, names[nin - 1][v], views[v], views[0]));
+    const char* name = v ? info->input_names[views[v] - a->inputs] : info->output_names[0];
+    UD_KIT_TRY(ud_kit_check_dtype(op, name, views[v], views[1]->dtype));
+    UD_KIT_TRY(ud_kit_check_same_shape(op, name, views[v], views[0]));
   }
   const UD_Tensor* y = views[0];
   int axis;
-  UD_TRY(ud_x86_axis(op, a->attrs[0].value.i, y->ndim, &axis));
+  UD_KIT_TRY(ud_x86_axis(op, a->attrs[UD_ATTR_SOFTMAX_AXIS].value.i, y->ndim, &axis));
   const int64_t total = ud_kit_numel(y);
   if (total == 0) return NULL;
   R.n = y->ndim ? y->shape[axis] : 1;
@@ -58,17 +65,15 @@ static UD_Error* softmax_kernel(const char* op, const UD_KernelArgs* a, int nin,
   return NULL;
 }
 
-#define UD_SOFTMAX_KERNEL(NAME, NIN, LOG) \
-  static UD_Error* k_##NAME(const UD_KernelArgs* a) { return softmax_kernel(#NAME, a, NIN, LOG); }
-UD_SOFTMAX_KERNEL(softmax, 1, 0)
-UD_SOFTMAX_KERNEL(log_softmax, 1, 1)
-UD_SOFTMAX_KERNEL(softmax_backward, 2, 0)
-UD_SOFTMAX_KERNEL(log_softmax_backward, 2, 1)
+#define UD_SOFTMAX_OPS(X) \
+  X(SOFTMAX, 0) X(LOG_SOFTMAX, 1) X(SOFTMAX_BACKWARD, 0) X(LOG_SOFTMAX_BACKWARD, 1)
+#define UD_SOFTMAX_KERNEL(K, LOG)                             \
+  UD_X86_SAME_POS(UD_ATTR_##K##_AXIS, UD_ATTR_SOFTMAX_AXIS);  \
+  static UD_Error* k_##K(const UD_KernelArgs* a) { return softmax_kernel(UD_OP_##K, a, LOG); }
+UD_SOFTMAX_OPS(UD_SOFTMAX_KERNEL)
+UD_X86_SAME_POS(UD_IN_LOG_SOFTMAX_X, UD_IN_SOFTMAX_X);
+UD_X86_SAME_POS(UD_IN_LOG_SOFTMAX_BACKWARD_GRAD_Y, UD_IN_SOFTMAX_BACKWARD_GRAD_Y);
+UD_X86_SAME_POS(UD_IN_LOG_SOFTMAX_BACKWARD_Y, UD_IN_SOFTMAX_BACKWARD_Y);
 
-const UD_X86Kernel ud_x86_softmax_kernels[] = {
-    {"softmax", UD_FLOAT_SET, k_softmax},
-    {"log_softmax", UD_FLOAT_SET, k_log_softmax},
-    {"softmax_backward", UD_FLOAT_SET, k_softmax_backward},
-    {"log_softmax_backward", UD_FLOAT_SET, k_log_softmax_backward},
-    {NULL, 0, NULL},
-};
+#define UD_SOFTMAX_ENTRY(K, LOG) {UD_OP_##K, UD_X86_FLOAT, k_##K},
+const UD_X86Kernel ud_x86_softmax_kernels[] = {UD_SOFTMAX_OPS(UD_SOFTMAX_ENTRY){0, 0, NULL}};

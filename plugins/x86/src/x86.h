@@ -8,6 +8,7 @@
 #ifndef UD_X86_H_
 #define UD_X86_H_
 
+#include <assert.h>
 #include <stdint.h>
 #include <unidev/plugin_kit.h>
 #include <unidev/unidev.h>
@@ -21,42 +22,39 @@ static inline void* ud_x86_ptr(const UD_Tensor* t) {
   return (char*)(uintptr_t)t->handle + t->byte_offset;
 }
 
-/* The dtypes unidev-x86 computes in, as indices into per-dtype kernel tables. */
-enum { UD_F32, UD_F64, UD_I32, UD_I64, UD_B8, UD_NDT };
-#define UD_FLOAT_SET 0x03u   /* float32, float64 */
-#define UD_NUMERIC_SET 0x0Fu /* + int32, int64 */
-#define UD_ALL_SET 0x1Fu     /* + bool */
-int ud_x86_dt(UD_DType d);   /* index, or -1 for a dtype unidev-x86 does not compute in */
-UD_DType ud_x86_dtype(int dt);
-int ud_x86_dt_from_name(const char* name); /* "float32" -> UD_F32; -1 if unknown */
+/* The dtypes unidev-x86 computes in (UD_DTM_* masks of ops.h; its per-dtype tables are indexed
+ * by ops.h's UD_DT_* ids). Its own sets, not the op set's groups: a dtype added to an op set
+ * group must not reach a kernel table that has no entry for it. */
+#define UD_X86_FLOAT (UD_DTM_FLOAT32 | UD_DTM_FLOAT64)
+#define UD_X86_NUMERIC (UD_X86_FLOAT | UD_DTM_INT32 | UD_DTM_INT64)
+#define UD_X86_ALL (UD_X86_NUMERIC | UD_DTM_BOOL)
 
 /* ---- allocations ----
  * [handle, handle + bytes) lies inside one live allocation (handle may point into it). */
 UD_Error* ud_x86_check_range(const char* op, const char* arg, uint64_t handle, uint64_t bytes);
 
+/* The index (inputs, then outputs) of the first present tensor of `a` that is not inside one
+ * live allocation, or -1. */
+int ud_x86_first_outside(const UD_KernelArgs* a);
+
 UD_Error* ud_x86_check_device(const char* fn, int32_t device); /* device 0 only */
 
 /* ---- argument checks (each returns NULL or an error naming the op) ----
- * Device, counts, non-NULL arrays, and the structure and bounds of every present tensor (it
- * must lie inside a live allocation); `attrs` lists the attribute
- * types in op-set order: i int, f float, b bool, s str, n ints. */
-UD_Error* ud_x86_check_args(const char* op, const UD_KernelArgs* a, int nin, int nout,
-                            const char* attrs);
-/* `t` has one of the dtypes in `set` (UD_*_SET); writes its index to *dt. */
-UD_Error* ud_x86_check_dt(const char* op, const char* arg, const UD_Tensor* t, unsigned set,
-                          int* dt);
+ * The signature of op `op` (a UD_OpId: ud_kit_check_signature), the device, and that every
+ * present tensor lies inside a live allocation. Dtypes and shapes are the kernels'. */
+UD_Error* ud_x86_check_args(int op, const UD_KernelArgs* a);
+/* The op-set name of tensor `t`, one of a's inputs or outputs (ops without a variadic input). */
+const char* ud_x86_arg_name(int op, const UD_KernelArgs* a, const UD_Tensor* t);
+/* Every float attribute the op set marks as a number of the op's dtype (fill's value, add's
+ * alpha, ...) is one a `dtype` can hold (ud_kit_check_scalar). */
+UD_Error* ud_x86_check_scalars(int op, const UD_KernelArgs* a, UD_DType dtype);
+/* The index of string attribute `attr` of `op` among the op set's choices for it. */
+UD_Error* ud_x86_choice(int op, const UD_KernelArgs* a, int attr, int* out);
 /* The axis attribute normalized to [0, ndim) (negative counts from the end). */
 UD_Error* ud_x86_axis(const char* op, int64_t axis, int ndim, int* out);
-
-/* Return from the enclosing function with expr's error, if any. */
-#define UD_TRY(expr)                  \
-  do {                                \
-    UD_Error* ud_try_err_ = (expr);   \
-    if (ud_try_err_) return ud_try_err_; \
-  } while (0)
-/* Return an invalid-argument error (printf-style message) unless cond holds. */
-#define UD_REQUIRE(cond, ...) \
-  UD_TRY((cond) ? NULL : ud_kit_error(UD_ERR_INVALID_ARGUMENT, __VA_ARGS__))
+/* Compile-time check that an op family's shared kernel may read op `b`'s argument at op `a`'s
+ * position (the families' positions come from ops.h). */
+#define UD_X86_SAME_POS(a, b) static_assert((int)(a) == (int)(b), #a " differs from " #b)
 
 /* Element offset of flat index `flat` (row-major over shape[0..nd)) in a view with `strides`. */
 static inline int64_t ud_x86_offset(int64_t flat, int nd, const int64_t* shape,
@@ -104,11 +102,11 @@ void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const 
 void ud_x86_fill_view(const UD_Tensor* dst, double value);
 
 /* ---- kernel tables ----
- * Each source file exports its ops as a NULL-terminated table; the registry searches them. */
+ * Each source file exports its ops as a table ended by a NULL fn; the registry searches them. */
 typedef struct UD_X86Kernel {
-  const char* op;
-  unsigned dtypes; /* UD_*_SET of the op's first-input dtype */
-  UD_KernelFn fn;
+  int op;          /* UD_OpId */
+  uint32_t dtypes; /* UD_X86_* set of the op's first-input dtype */
+  UD_KernelFn fn;  /* NULL ends a table */
 } UD_X86Kernel;
 
 extern const UD_X86Kernel ud_x86_elementwise_kernels[];

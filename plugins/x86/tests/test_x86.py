@@ -314,7 +314,7 @@ def test_bad_inputs_name_op_and_argument(api) -> None:
         ("add", "float32", [T(h, "float32", [4]), T(h, "float64", [4])], [T(o, "float32", [4])],
          [("alpha", "float", 1.0)], "add: 'y' has dtype float64, expected float32"),
         ("add", "float32", [T(h, "float32", [4]), T(h, "float32", [4])], [T(o, "float32", [4])],
-         [], "add: got 0 attributes, expected 1"),
+         [], "add: 0 attributes, expected 1"),
         ("gelu", "float32", [T(h, "float32", [4])], [T(o, "float32", [4])],
          [("approximate", "str", "fast")], "expected 'none' or 'tanh'"),
         ("sum", "float32", [T(h, "float32", [4, 4])], [T(o, "float32", [4])],
@@ -322,7 +322,7 @@ def test_bad_inputs_name_op_and_argument(api) -> None:
         ("max", "float32", [T(h, "float32", [4, 0])], [T(o, "float32", [4])],
          [("axes", "ints", [1]), ("keepdims", "bool", False)], "empty axis"),
         ("copy", "float32", [T(h, "float32", [100])], [T(o, "float32", [100])], [],
-         "copy: 'input 0' needs 400 bytes"),
+         "copy: 'x' needs 400 bytes"),
         ("copy", "float32", [T(h + 4096 * 1024, "float32", [4])], [T(o, "float32", [4])], [],
          "is not inside a live allocation"),
         ("cast", "float32", [T(h, "float32", [4])], [T(o, "float32", [4])],
@@ -339,6 +339,35 @@ def test_bad_inputs_name_op_and_argument(api) -> None:
             _raw(api, op, dtype, ins, outs, attrs)
     with pytest.raises(abi.PluginError, match="device 3 does not exist"):
         _raw(api, "copy", "float32", [T(h, "float32", [4])], [T(o, "float32", [4])], device=3)
+
+
+def test_bounds_errors_name_the_variadic_element(api) -> None:
+    T = abi.RawTensor
+    h, o = api.alloc(0, 0, 64), api.alloc(0, 0, 512)
+    with pytest.raises(abi.PluginError, match=r"concat: 'tensors\[1\]' needs 400 bytes"):
+        _raw(api, "concat", "float32", [T(h, "float32", [4]), T(h, "float32", [100])],
+             [T(o, "float32", [104])], [("axis", "int", 0)])
+
+
+def test_mem_device_abi_1_1(api) -> None:
+    """ABI 1.1 table; mem_device: the one device owns [base, base + size) of every live
+    allocation, nothing past its end, nothing once freed."""
+    assert (api.table.abi_minor, api.table.struct_size) == (1, abi.SIZE_1_1)
+    h = api.alloc(0, 0, 100)  # 64-byte aligned: h + 100 lies in no allocation
+    assert [api.mem_device(h + off) for off in (0, 1, 99)] == [0, 0, 0]
+    z = api.alloc(0, 0, 0)
+    assert api.mem_device(z) == 0
+
+    def unknown(*handles: int) -> None:
+        for handle in handles:
+            with pytest.raises(abi.PluginError, match="mem_device: handle") as exc:
+                api.mem_device(handle)
+            assert exc.value.code_name == "UNKNOWN_HANDLE"
+
+    unknown(h + 100, z + 1, 0)
+    api.call("mem_free", 0, 0, h)
+    unknown(h, h + 50)
+    api.call("mem_free", 0, 0, z)
 
 
 def test_bad_targets_and_indices_are_errors() -> None:

@@ -41,59 +41,78 @@ struct ConvCall {
 };
 
 UD_Error* read_ints(const char* op, const UD_Attr& a, int64_t n, int64_t min, int64_t* v) {
-  UD_REQUIRE(a.value.ints.len == n, "%s: attribute '%s' has %lld values, expected %lld", op,
-             a.name, ll(a.value.ints.len), ll(n));
+  UD_KIT_REQUIRE(a.value.ints.len == n, UD_ERR_INVALID_ARGUMENT,
+                 "%s: attribute '%s' has %lld values, expected %lld", op, a.name,
+                 ll(a.value.ints.len), ll(n));
   for (int64_t i = 0; i < n; i++) {
     v[i] = a.value.ints.data[i];
-    UD_REQUIRE(v[i] >= min, "%s: attribute '%s' has %lld at %lld, expected values >= %lld", op,
-               a.name, ll(v[i]), ll(i), ll(min));
+    UD_KIT_REQUIRE(v[i] >= min, UD_ERR_INVALID_ARGUMENT,
+                   "%s: attribute '%s' has %lld at %lld, expected values >= %lld", op, a.name,
+                   ll(v[i]), ll(i), ll(min));
   }
   return nullptr;
 }
 
-// Attributes from index `base`: stride, padding, dilation, groups, algorithm.
-UD_Error* read_attrs(ConvCall* c, const UD_Attr* at) {
+// Per direction: the op and the positions (ops.h) of what conv_kernel reads. The backwards take
+// the shape of their output (grad_x or grad_w) as their leading attribute.
+struct ConvOp {
+  int op, in0, in1, shape, stride, padding, dilation, groups, algorithm;
+};
+#define UD_CONV_OP(K, IN0, IN1, SHAPE)                                                     \
+  {UD_OP_##K, UD_IN_##K##_##IN0, UD_IN_##K##_##IN1, SHAPE, UD_ATTR_##K##_STRIDE,           \
+   UD_ATTR_##K##_PADDING, UD_ATTR_##K##_DILATION, UD_ATTR_##K##_GROUPS, UD_ATTR_##K##_ALGORITHM}
+const ConvOp kOps[3] = {
+    UD_CONV_OP(CONV2D, X, WEIGHT, -1),
+    UD_CONV_OP(CONV2D_BACKWARD_INPUT, GRAD_Y, WEIGHT, UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE),
+    UD_CONV_OP(CONV2D_BACKWARD_WEIGHT, GRAD_Y, X, UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE)};
+
+// stride, padding, dilation, groups, algorithm
+UD_Error* read_attrs(ConvCall* c, const ConvOp& k, const UD_Attr* at) {
   ConvShape& p = c->p;
   int64_t* fields[3][2] = {{&p.sh, &p.sw}, {&p.ph, &p.pw}, {&p.dh, &p.dw}};
+  const int pos[3] = {k.stride, k.padding, k.dilation};
   for (int i = 0; i < 3; i++) {  // stride >= 1, padding >= 0, dilation >= 1
     int64_t v[2] = {0, 0};
-    UD_TRY(read_ints(c->op, at[i], 2, i == 1 ? 0 : 1, v));
+    UD_KIT_TRY(read_ints(c->op, at[pos[i]], 2, i == 1 ? 0 : 1, v));
     *fields[i][0] = v[0], *fields[i][1] = v[1];
   }
-  p.g = at[3].value.i;
-  UD_REQUIRE(p.g >= 1, "%s: attribute 'groups' is %lld, expected >= 1", c->op, ll(p.g));
+  p.g = at[k.groups].value.i;
+  UD_KIT_REQUIRE(p.g >= 1, UD_ERR_INVALID_ARGUMENT,
+                 "%s: attribute 'groups' is %lld, expected >= 1", c->op, ll(p.g));
+  const char* algo = at[k.algorithm].value.s;
   for (int i = 0; i < 5; i++)
-    if (std::strcmp(at[4].value.s, kAlgoNames[i]) == 0) {
+    if (std::strcmp(algo, kAlgoNames[i]) == 0) {
       c->algo = Algo(i);
       return nullptr;
     }
   return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute 'algorithm' is '%s', expected one "
-                      "of auto, onednn, direct, im2col, winograd", c->op, at[4].value.s);
+                      "of auto, onednn, direct, im2col, winograd", c->op, algo);
 }
 
 // Fills the problem from x's shape [n, c, h, w] and the weight's [k, c/g, r, s].
 UD_Error* read_shape(const char* op, const int64_t* xs, const int64_t* ws, ConvShape* p) {
   p->n = xs[0], p->c = xs[1], p->h = xs[2], p->w = xs[3], p->k = ws[0], p->r = ws[2], p->s = ws[3];
-  UD_REQUIRE(p->c % p->g == 0 && p->k % p->g == 0 && ws[1] == p->c / p->g,
-             "%s: x has %lld channels, weight is [%lld, %lld, ..], groups = %lld; expected channel "
-             "counts divisible by groups and weight.shape[1] == %lld", op, ll(p->c), ll(p->k),
-             ll(ws[1]), ll(p->g), ll(p->c / p->g));
+  UD_KIT_REQUIRE(p->c % p->g == 0 && p->k % p->g == 0 && ws[1] == p->c / p->g,
+                 UD_ERR_INVALID_ARGUMENT,
+                 "%s: x has %lld channels, weight is [%lld, %lld, ..], groups = %lld; expected "
+                 "channel counts divisible by groups and weight.shape[1] == %lld", op, ll(p->c),
+                 ll(p->k), ll(ws[1]), ll(p->g), ll(p->c / p->g));
   const int64_t eh = p->h + 2 * p->ph - p->dh * (p->r - 1) - 1;
   const int64_t ew = p->w + 2 * p->pw - p->dw * (p->s - 1) - 1;
-  UD_REQUIRE(p->r >= 1 && p->s >= 1 && eh >= 0 && ew >= 0,
-             "%s: kernel %lldx%lld (dilated %lldx%lld) is empty or larger than the padded input "
-             "%lldx%lld", op, ll(p->r), ll(p->s), ll(p->dh * (p->r - 1) + 1),
-             ll(p->dw * (p->s - 1) + 1), ll(p->h + 2 * p->ph), ll(p->w + 2 * p->pw));
+  UD_KIT_REQUIRE(p->r >= 1 && p->s >= 1 && eh >= 0 && ew >= 0, UD_ERR_INVALID_ARGUMENT,
+                 "%s: kernel %lldx%lld (dilated %lldx%lld) is empty or larger than the padded "
+                 "input %lldx%lld", op, ll(p->r), ll(p->s), ll(p->dh * (p->r - 1) + 1),
+                 ll(p->dw * (p->s - 1) + 1), ll(p->h + 2 * p->ph), ll(p->w + 2 * p->pw));
   p->oh = eh / p->sh + 1, p->ow = ew / p->sw + 1;
   return nullptr;
 }
 
 UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, const int64_t* want) {
   const int64_t* s = t.shape;
-  UD_REQUIRE(std::equal(s, s + 4, want),
-             "%s: '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]", op,
-             arg, ll(s[0]), ll(s[1]), ll(s[2]), ll(s[3]), ll(want[0]), ll(want[1]), ll(want[2]),
-             ll(want[3]));
+  UD_KIT_REQUIRE(std::equal(s, s + 4, want), UD_ERR_INVALID_ARGUMENT,
+                 "%s: '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]",
+                 op, arg, ll(s[0]), ll(s[1]), ll(s[2]), ll(s[3]), ll(want[0]), ll(want[1]),
+                 ll(want[2]), ll(want[3]));
   return nullptr;
 }
 
@@ -114,10 +133,10 @@ Algo choose(const ConvCall& c, bool is_f32) {
 
 UD_Error* check_algo(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
-  UD_REQUIRE(c.algo != Algo::winograd || winograd_applies(p),
-             "%s: algorithm 'winograd' needs a 3x3 kernel, stride 1 and dilation 1; got %lldx%lld, "
-             "stride [%lld, %lld], dilation [%lld, %lld]", c.op, ll(p.r), ll(p.s), ll(p.sh),
-             ll(p.sw), ll(p.dh), ll(p.dw));
+  UD_KIT_REQUIRE(c.algo != Algo::winograd || winograd_applies(p), UD_ERR_INVALID_ARGUMENT,
+                 "%s: algorithm 'winograd' needs a 3x3 kernel, stride 1 and dilation 1; got "
+                 "%lldx%lld, stride [%lld, %lld], dilation [%lld, %lld]", c.op, ll(p.r), ll(p.s),
+                 ll(p.sh), ll(p.sw), ll(p.dh), ll(p.dw));
   if (c.algo == Algo::onednn && !(kOneDNN && is_f32))
     return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: algorithm 'onednn' %s", c.op,
                         kOneDNN ? "supports float32 only" : "is not built in");
@@ -166,41 +185,36 @@ void run(const ConvCall& c) {
   if (!out_dense) pack(out, bo.get(), true);
 }
 
-// Per direction: the op and the names of its inputs and output. The backwards take the shape of
-// their output (grad_x or grad_w) as their leading attribute.
-const struct {
-  const char *op, *in0, *in1, *out;
-} kNames[3] = {{"conv2d", "x", "weight", "y"},
-               {"conv2d_backward_input", "grad_y", "weight", "grad_x"},
-               {"conv2d_backward_weight", "grad_y", "x", "grad_w"}};
-
 UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {
-  const auto& nm = kNames[int(dir)];
+  const ConvOp& k = kOps[int(dir)];
+  const UD_OpInfo* info = ud_op_info(k.op);
   const bool fwd = dir == ConvDir::forward;
-  ConvCall c{nm.op, dir};
-  UD_TRY(ud_x86_check_args(c.op, a, fwd ? 3 : 2, 1, fwd ? "nnnis" : "nnnnis"));
-  c.in0 = &a->inputs[0], c.in1 = &a->inputs[1], c.out = &a->outputs[0];
-  UD_TRY(check_input(c.op, nm.in0, *c.in0, 4, nullptr));
-  UD_TRY(check_input(c.op, nm.in1, *c.in1, 4, &c.in0->dtype));
-  UD_TRY(check_input(c.op, nm.out, *c.out, 4, &c.in0->dtype));
+  ConvCall c{info->name, dir};
+  UD_KIT_TRY(ud_x86_check_args(k.op, a));
+  c.in0 = &a->inputs[k.in0], c.in1 = &a->inputs[k.in1], c.out = &a->outputs[0];
+  const char* out_name = info->output_names[0];
+  UD_KIT_TRY(check_input(c.op, info->input_names[k.in0], *c.in0, 4, nullptr));
+  UD_KIT_TRY(check_input(c.op, info->input_names[k.in1], *c.in1, 4, &c.in0->dtype));
+  UD_KIT_TRY(check_input(c.op, out_name, *c.out, 4, &c.in0->dtype));
   int64_t out_shape[4];
-  if (!fwd) UD_TRY(read_ints(c.op, a->attrs[0], 4, 0, out_shape));
-  UD_TRY(read_attrs(&c, a->attrs + (fwd ? 0 : 1)));
+  if (!fwd) UD_KIT_TRY(read_ints(c.op, a->attrs[k.shape], 4, 0, out_shape));
+  UD_KIT_TRY(read_attrs(&c, k, a->attrs));
   const int64_t* xs = dir == ConvDir::backward_input ? out_shape : (fwd ? c.in0 : c.in1)->shape;
-  UD_TRY(read_shape(c.op, xs, dir == ConvDir::backward_weight ? out_shape : c.in1->shape, &c.p));
+  const int64_t* ws = dir == ConvDir::backward_weight ? out_shape : c.in1->shape;
+  UD_KIT_TRY(read_shape(c.op, xs, ws, &c.p));
   const int64_t gy[4] = {c.p.n, c.p.k, c.p.oh, c.p.ow};
-  UD_TRY(expect_shape(c.op, fwd ? "y" : "grad_y", fwd ? *c.out : *c.in0, gy));
-  if (!fwd) UD_TRY(expect_shape(c.op, nm.out, *c.out, out_shape));
-  const UD_Tensor& b = a->inputs[2];
+  UD_KIT_TRY(expect_shape(c.op, fwd ? "y" : "grad_y", fwd ? *c.out : *c.in0, gy));
+  if (!fwd) UD_KIT_TRY(expect_shape(c.op, out_name, *c.out, out_shape));
+  const UD_Tensor& b = a->inputs[UD_IN_CONV2D_BIAS];
   if (fwd && ud_kit_present(&b)) {
-    UD_TRY(check_input(c.op, "bias", b, 1, &c.in0->dtype));
-    UD_REQUIRE(b.shape[0] == c.p.k, "conv2d: 'bias' has %lld values, expected %lld",
-               ll(b.shape[0]), ll(c.p.k));
+    UD_KIT_TRY(check_input(c.op, "bias", b, 1, &c.in0->dtype));
+    UD_KIT_REQUIRE(b.shape[0] == c.p.k, UD_ERR_INVALID_ARGUMENT,
+                   "conv2d: 'bias' has %lld values, expected %lld", ll(b.shape[0]), ll(c.p.k));
     c.bias = &b;
   }
   const bool f32 = c.in0->dtype.bits == 32;
   if (c.algo == Algo::automatic) c.algo = choose(c, f32);
-  UD_TRY(check_algo(c, f32));
+  UD_KIT_TRY(check_algo(c, f32));
   return by_dtype(c.op, c.in0->dtype, [&](auto t) { run<decltype(t)>(c); });
 }
 
@@ -216,8 +230,8 @@ using ud_dense::ConvDir;
 using ud_dense::conv_entry;
 
 extern "C" const UD_X86Kernel ud_x86_conv_kernels[] = {
-    {"conv2d", UD_FLOAT_SET, conv_entry<ConvDir::forward>},
-    {"conv2d_backward_input", UD_FLOAT_SET, conv_entry<ConvDir::backward_input>},
-    {"conv2d_backward_weight", UD_FLOAT_SET, conv_entry<ConvDir::backward_weight>},
-    {nullptr, 0, nullptr},
+    {UD_OP_CONV2D, UD_X86_FLOAT, conv_entry<ConvDir::forward>},
+    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, conv_entry<ConvDir::backward_input>},
+    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, conv_entry<ConvDir::backward_weight>},
+    {0, 0, nullptr},
 };

@@ -112,10 +112,10 @@ using ll = long long;  // for printf's %lld
 // every tensor was checked by ud_x86_check_args.
 inline UD_Error* check_input(const char* op, const char* arg, const UD_Tensor& t, int ndim,
                              const UD_DType* want) {
-  UD_REQUIRE(ndim < 0 || t.ndim == ndim, "%s: '%s' has ndim %d, expected %d", op, arg, t.ndim,
-             ndim);
+  UD_KIT_REQUIRE(ndim < 0 || t.ndim == ndim, UD_ERR_INVALID_ARGUMENT,
+                 "%s: '%s' has ndim %d, expected %d", op, arg, t.ndim, ndim);
   return want ? ud_kit_check_dtype(op, arg, &t, *want)
-              : ud_x86_check_dt(op, arg, &t, UD_FLOAT_SET, nullptr);
+              : ud_kit_check_dtype_in(op, arg, &t, UD_X86_FLOAT, nullptr);
 }
 
 // Runs f(T()) for T = float or double as the dtype says; C++ exceptions become error objects.

@@ -77,14 +77,17 @@ UD_Error* check_shapes(const char* op, const UD_Tensor& a, const UD_Tensor& b,
                        const UD_Tensor& out) {
   const int d = a.ndim;
   for (int i = 0; i < d - 2; i++)
-    UD_REQUIRE(b.shape[i] == a.shape[i] && out.shape[i] == a.shape[i],
-               "%s: batch dim %d is %lld/%lld/%lld for a/b/out, expected equal (broadcast batches "
-               "come with stride 0)", op, i, ll(a.shape[i]), ll(b.shape[i]), ll(out.shape[i]));
+    UD_KIT_REQUIRE(b.shape[i] == a.shape[i] && out.shape[i] == a.shape[i],
+                   UD_ERR_INVALID_ARGUMENT,
+                   "%s: batch dim %d is %lld/%lld/%lld for a/b/out, expected equal (broadcast "
+                   "batches come with stride 0)", op, i, ll(a.shape[i]), ll(b.shape[i]),
+                   ll(out.shape[i]));
   const int64_t m = a.shape[d - 2], k = a.shape[d - 1], n = b.shape[d - 1];
-  UD_REQUIRE(b.shape[d - 2] == k && out.shape[d - 2] == m && out.shape[d - 1] == n,
-             "%s: a [.., %lld, %lld] @ b [.., %lld, %lld] -> out [.., %lld, %lld], expected "
-             "b [.., %lld, N] and out [.., %lld, N]", op, ll(m), ll(k), ll(b.shape[d - 2]), ll(n),
-             ll(out.shape[d - 2]), ll(out.shape[d - 1]), ll(k), ll(m));
+  UD_KIT_REQUIRE(b.shape[d - 2] == k && out.shape[d - 2] == m && out.shape[d - 1] == n,
+                 UD_ERR_INVALID_ARGUMENT,
+                 "%s: a [.., %lld, %lld] @ b [.., %lld, %lld] -> out [.., %lld, %lld], expected "
+                 "b [.., %lld, N] and out [.., %lld, N]", op, ll(m), ll(k), ll(b.shape[d - 2]),
+                 ll(n), ll(out.shape[d - 2]), ll(out.shape[d - 1]), ll(k), ll(m));
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
     return ud_kit_error(UD_ERR_UNSUPPORTED, "%s: m=%lld n=%lld k=%lld exceed BLAS's int32", op,
                         ll(m), ll(n), ll(k));
@@ -118,20 +121,26 @@ void run(const UD_Tensor& a, const UD_Tensor& b, const UD_Tensor* c, const UD_Te
 // matmul: a [.., m, k] @ b [.., k, n]; gemm: 2-D, alpha * a @ b + beta * c.
 UD_Error* matmul_kernel(const UD_KernelArgs* args, bool is_gemm) {
   const char* op = is_gemm ? "gemm" : "matmul";
-  UD_TRY(ud_x86_check_args(op, args, is_gemm ? 3 : 2, 1, is_gemm ? "ff" : ""));
-  const UD_Tensor &a = args->inputs[0], &b = args->inputs[1], &out = args->outputs[0];
-  UD_TRY(check_input(op, "a", a, is_gemm ? 2 : -1, nullptr));
-  UD_REQUIRE(a.ndim >= 2, "matmul: 'a' has ndim %d, expected >= 2", a.ndim);
-  UD_TRY(check_input(op, "b", b, a.ndim, &a.dtype));
-  UD_TRY(check_input(op, "out", out, a.ndim, &a.dtype));
-  UD_TRY(check_shapes(op, a, b, out));
-  const UD_Tensor* c = is_gemm && ud_kit_present(&args->inputs[2]) ? &args->inputs[2] : nullptr;
+  UD_KIT_TRY(ud_x86_check_args(is_gemm ? UD_OP_GEMM : UD_OP_MATMUL, args));
+  UD_X86_SAME_POS(UD_IN_MATMUL_A, UD_IN_GEMM_A);
+  UD_X86_SAME_POS(UD_IN_MATMUL_B, UD_IN_GEMM_B);
+  const UD_Tensor &a = args->inputs[UD_IN_GEMM_A], &b = args->inputs[UD_IN_GEMM_B];
+  const UD_Tensor& out = args->outputs[UD_OUT_GEMM_OUT];
+  UD_KIT_TRY(check_input(op, "a", a, is_gemm ? 2 : -1, nullptr));
+  UD_KIT_REQUIRE(a.ndim >= 2, UD_ERR_INVALID_ARGUMENT, "matmul: 'a' has ndim %d, expected >= 2",
+                 a.ndim);
+  UD_KIT_TRY(check_input(op, "b", b, a.ndim, &a.dtype));
+  UD_KIT_TRY(check_input(op, "out", out, a.ndim, &a.dtype));
+  UD_KIT_TRY(check_shapes(op, a, b, out));
+  const UD_Tensor* c = is_gemm && ud_kit_present(&args->inputs[UD_IN_GEMM_C])
+                           ? &args->inputs[UD_IN_GEMM_C]
+                           : nullptr;
   if (c) {  // unidev.ops broadcasts c to [M, N] (stride 0)
-    UD_TRY(check_input(op, "c", *c, 2, &a.dtype));
-    UD_TRY(ud_kit_check_same_shape(op, "c", c, &out));
+    UD_KIT_TRY(check_input(op, "c", *c, 2, &a.dtype));
+    UD_KIT_TRY(ud_kit_check_same_shape(op, "c", c, &out));
   }
-  const double alpha = is_gemm ? args->attrs[0].value.f : 1.0;
-  const double beta = is_gemm ? args->attrs[1].value.f : 0.0;
+  const double alpha = is_gemm ? args->attrs[UD_ATTR_GEMM_ALPHA].value.f : 1.0;
+  const double beta = is_gemm ? args->attrs[UD_ATTR_GEMM_BETA].value.f : 0.0;
   return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, c, out, alpha, beta); });
 }
 
@@ -142,7 +151,7 @@ UD_Error* k_gemm(const UD_KernelArgs* args) { return matmul_kernel(args, true); 
 }  // namespace ud_dense
 
 extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
-    {"matmul", UD_FLOAT_SET, ud_dense::k_matmul},
-    {"gemm", UD_FLOAT_SET, ud_dense::k_gemm},
-    {nullptr, 0, nullptr},
+    {UD_OP_MATMUL, UD_X86_FLOAT, ud_dense::k_matmul},
+    {UD_OP_GEMM, UD_X86_FLOAT, ud_dense::k_gemm},
+    {0, 0, nullptr},
 };
