@@ -1,6 +1,8 @@
 // events.cpp — an event is a counter of records and a counter of markers the streams reached.
-// event_record enqueues a marker callback; stream_wait_event enqueues a callback that blocks
-// the waiting stream's worker until the marker recorded before the call has run. A marker keeps
+// event_record enqueues a vesim marker (a callback after whose start the stream may count as
+// idle, so stream_query right after event_synchronize sees it as of the event);
+// stream_wait_event enqueues a callback that blocks the waiting stream's worker until the
+// marker recorded before the call has run. A marker keeps
 // the recording stream's pending error: event_synchronize returns it and takes it from the
 // stream (vesimStreamClearError), so that stream_synchronize does not report it a second time.
 #include <chrono>
@@ -89,7 +91,7 @@ UD_Error* event_record(UD_Event event, UD_Stream stream) {
   if (UD_Error* e = stream_of(stream, event->device, &s)) return e;
   std::lock_guard<std::mutex> lock(event->state->mu);  // the marker cannot run before we return
   auto* m = new Marker{event->state, event->state->recorded + 1};
-  if (VESIMresult r = vesimStreamAddCallback(s, on_marker, m)) {
+  if (VESIMresult r = vesimStreamAddMarker(s, on_marker, m)) {
     delete m;
     return from_vesim(r, "event_record");
   }

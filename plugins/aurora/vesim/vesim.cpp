@@ -171,6 +171,7 @@ struct alignas(64) Task {
   VESIMkernel kernel = nullptr;
   alignas(16) char args[64];
   std::function<VESIMresult(VESIMkernel_ctx*)> run;
+  bool marker = false;  // a callback from vesimStreamAddMarker
 };
 
 }  // namespace
@@ -220,6 +221,7 @@ struct VESIMstream_st {
   std::vector<Task> ring = std::vector<Task>(kRing);
   alignas(64) std::atomic<uint64_t> queued{0};    // tasks ever enqueued
   alignas(64) std::atomic<uint64_t> finished{0};  // tasks ever completed
+  std::atomic<uint64_t> marking{0};  // 1 + the index of the last marker whose function started
   alignas(64) std::mutex wake_mu;
   std::condition_variable cv_work, cv_done;
   std::atomic<bool> sleeping{false};  // the worker waits on cv_work: a launch must notify
@@ -462,6 +464,7 @@ void worker_main(VESIMstream s) {
     }
     VESIMkernel_ctx k{s->dev, s, s->cores};
     if (t.kind == VESIM_PROF_CALLBACK) k.error = pending;  // the callback's status argument
+    if (t.marker) s->marking.store(next + 1, std::memory_order_release);
     VESIMresult r = t.kernel ? run_guarded(&k, [&](VESIMkernel_ctx* c) { return t.kernel(c, t.args); })
                              : run_guarded(&k, t.run);
     if (t.kind == VESIM_PROF_CALLBACK) r = VESIM_SUCCESS;
@@ -967,7 +970,11 @@ VESIMresult vesimStreamQuery(VESIMstream stream) {
   // for) is given a few microseconds to finish
   uint64_t target = stream->queued.load(std::memory_order_acquire);
   spin_for([&] { return stream->finished.load(std::memory_order_acquire) >= target; }, 5000);
-  return stream->finished.load() == stream->queued.load() ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
+  // idle, or nothing left but a marker whose function has started (its waiter may already be
+  // back: the worker can be descheduled for longer than the spin before it counts the marker)
+  const uint64_t queued = stream->queued.load(), finished = stream->finished.load();
+  return finished == queued || (finished + 1 == queued && stream->marking.load() == queued)
+             ? VESIM_SUCCESS : VESIM_ERROR_NOT_READY;
 }
 
 VESIMresult vesimStreamSynchronize(VESIMstream stream) {
@@ -992,14 +999,23 @@ VESIMresult vesimStreamGetDevice(VESIMstream stream, int* device) {
   return VESIM_SUCCESS;
 }
 
-VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user) {
+static VESIMresult add_callback(VESIMstream stream, VESIMstream_callback fn, void* user, bool marker) {
   if (!fn) return fail(VESIM_ERROR_INVALID_VALUE, "callback is NULL");
-  Task t{VESIM_PROF_CALLBACK, "callback", 0, 0, {}};
+  Task t{VESIM_PROF_CALLBACK, marker ? "marker" : "callback", 0, 0, {}};
   t.run = [=](VESIMkernel_ctx* k) {
     fn(k->stream, k->error, user);
     return VESIM_SUCCESS;
   };
+  t.marker = marker;
   return enqueue(stream, std::move(t));
+}
+
+VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user) {
+  return add_callback(stream, fn, user, false);
+}
+
+VESIMresult vesimStreamAddMarker(VESIMstream stream, VESIMstream_callback fn, void* user) {
+  return add_callback(stream, fn, user, true);
 }
 
 VESIMresult vesimMemAllocAsync(VESIMdeviceptr* ptr, size_t size, VESIMstream stream) {

@@ -140,6 +140,11 @@ typedef void (*VESIMstream_callback)(VESIMstream stream, VESIMresult status, voi
  * not synchronize its own stream nor enqueue onto it (with its queue full it would wait for
  * itself). */
 VESIMresult vesimStreamAddCallback(VESIMstream stream, VESIMstream_callback fn, void* user);
+/* A callback that marks a point in the stream (an extension, for events built on callbacks):
+ * once `fn` has started, vesimStreamQuery counts the stream idle if nothing was enqueued after
+ * it, so a host thread that `fn` wakes sees the stream's state as of the marker. `fn` must not
+ * block. Synchronize still waits for `fn` to return. */
+VESIMresult vesimStreamAddMarker(VESIMstream stream, VESIMstream_callback fn, void* user);
 
 /* ---- memory ---- */
 /* Allocation is stream ordered: the pointer is returned at once, the device allocates when the

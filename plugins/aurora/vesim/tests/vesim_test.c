@@ -369,6 +369,13 @@ static void cb_status_fn(VESIMstream s, VESIMresult status, void* user) {
   cb_status = status;
 }
 
+static VESIMresult marker_query = VESIM_ERROR_UNKNOWN;
+static void cb_marker_query(VESIMstream s, VESIMresult status, void* user) {
+  (void)status;
+  (void)user;
+  marker_query = vesimStreamQuery(s);
+}
+
 static void test_streams(void) {
   VESIMstream s = stream0();
   unsigned us = 50000;
@@ -384,6 +391,11 @@ static void test_streams(void) {
   CHECK(vesimStreamSynchronize(s) == VESIM_ERROR_INVALID_VALUE);
   CHECK(cb_status == VESIM_ERROR_INVALID_VALUE); /* callbacks see the pending error */
   CHECK(vesimStreamAddCallback(s, NULL, NULL) == VESIM_ERROR_INVALID_VALUE);
+  OK(vesimLaunchKernel(k_sleep, s, &us, sizeof us));
+  OK(vesimStreamAddMarker(s, cb_marker_query, NULL));
+  OK(vesimStreamSynchronize(s));
+  CHECK(marker_query == VESIM_SUCCESS); /* a started marker, last in its stream, counts as idle */
+  CHECK(vesimStreamAddMarker(s, NULL, NULL) == VESIM_ERROR_INVALID_VALUE);
   CHECK(vesimStreamSynchronize((VESIMstream)(uintptr_t)0x1234) == VESIM_ERROR_INVALID_STREAM);
 }
 
