@@ -30,6 +30,11 @@ def test_abi_mirror_matches_the_header() -> None:
         assert mirror == header, f"the ctypes mirror says {name} = {mirror}, unidev.h {header}"
     assert abi.SIZES[(_C.ABI_MAJOR, _C.ABI_MINOR)] == _C.API_SIZE, (
         f"the mirror has no size for this unidev's ABI {_C.ABI_MAJOR}.{_C.ABI_MINOR}")
+    mirror = {name: getattr(abi.ApiTable, name).offset for name, _ in abi.ApiTable._fields_}
+    assert mirror == dict(_C.API_OFFSETS), "the mirror's UD_Api field offsets differ from unidev.h"
+    required = [name for name, _, _, minor in abi.API_FUNCTIONS if minor == 0]
+    assert required == list(_C.API_1_0_FUNCTIONS), (
+        "the mirror's 1.0 functions differ from those loader.h requires")
 
 
 def test_abi_version(unidev_usable) -> None:

@@ -885,6 +885,17 @@ PYBIND11_MODULE(_C, m) {
   m.attr("API_SIZE_1_0") = size_t(UD_API_SIZE_1_0);
   m.attr("API_SIZE_1_1") = size_t(UD_API_SIZE_1_1);
   m.attr("API_SIZE") = sizeof(UD_Api);
+  py::dict offsets;
+  py::list required;
+#define UD_OFFSET_(f) offsets[#f] = offsetof(UD_Api, f);
+#define UD_REQUIRED_(f) required.append(#f);
+  UD_OFFSET_(struct_size) UD_OFFSET_(abi_major) UD_OFFSET_(abi_minor) UD_OFFSET_(plugin_name)
+  UD_OFFSET_(plugin_version) UD_API_1_0_FUNCTIONS(UD_OFFSET_) UD_OFFSET_(mem_device)
+  UD_API_1_0_FUNCTIONS(UD_REQUIRED_)
+#undef UD_OFFSET_
+#undef UD_REQUIRED_
+  m.attr("API_OFFSETS") = offsets;                      // every UD_Api field's offsetof
+  m.attr("API_1_0_FUNCTIONS") = py::tuple(required);  // what loader.h requires
 
   py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("op", &Kernel::op)
