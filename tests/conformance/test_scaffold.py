@@ -45,3 +45,35 @@ def test_scaffold_installs_and_passes_tier0(tmp_path) -> None:
     assert data["tiers"]["0"]["status"] == "passed", data["tiers"]["0"]
     assert data["tiers_passed"] == [0]
     assert data["groups"]["bad_inputs"]["failed"] == 0 and data["groups"]["bad_inputs"]["passed"]
+
+
+def test_testplugin_sources_are_the_scaffold(tmp_path) -> None:
+    """tests/testplugin/src is the scaffold's C sources for testdev, current with the templates."""
+    from testplugin import HERE, write_sources
+
+    fresh = write_sources(tmp_path)
+    committed = HERE / "src"
+    names = sorted(p.name for p in fresh.iterdir())
+    assert names == sorted(p.name for p in committed.iterdir())
+    for name in names:
+        assert (committed / name).read_text() == (fresh / name).read_text(), (
+            f"tests/testplugin/src/{name} is stale: run `python tests/testplugin/__init__.py`")
+    assert not list(scaffold.TEMPLATES.rglob("*.c")) and not list(scaffold.TEMPLATES.rglob("*.h"))
+
+
+def test_testplugin_abi_variants(tmp_path) -> None:
+    """The default build is an ABI 1.1 table with mem_device; UD_TESTPLUGIN_ABI_1_0 a 1.0 one."""
+    import ctypes
+
+    from testplugin import build_abi_1_0_library, build_library
+
+    from unidev.contract import abi
+
+    for lib, size, minor in ((build_library(tmp_path), abi.SIZE_1_1, 1),
+                             (build_abi_1_0_library(tmp_path), abi.SIZE_1_0, 0)):
+        get = ctypes.CDLL(str(lib)).unidev_get_api
+        get.restype = ctypes.POINTER(ctypes.c_size_t)
+        table = get()
+        assert table[0] == size, lib
+        head = ctypes.cast(table, ctypes.POINTER(ctypes.c_int32))
+        assert (head[2], head[3]) == (1, minor), lib

@@ -1,4 +1,4 @@
-"""Builds the C test plugin and lays it out as an installed distribution for discovery tests."""
+"""Builds the C test plugin (the scaffold plus additions) and lays it out for discovery tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import subprocess
 import textwrap
 from pathlib import Path
+
+from unidev.kit import scaffold
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent.parent / "unidev" / "contract" / "include"
@@ -21,15 +23,29 @@ def unidev_plugin():
 '''
 
 
+def write_sources(folder: Path = HERE) -> Path:
+    """(Re)write the scaffold's C sources for "testdev" into `folder`/src, the copy testplugin.c
+    includes (`python tests/testplugin/__init__.py` refreshes the committed one)."""
+    return scaffold.write_sources("testdev", folder)
+
+
 def build_library(out: Path, name: str = "libtestplugin.so", defines: tuple = ()) -> Path:
-    """Compile testplugin.c into `out/name` with the system C compiler."""
+    """Compile testplugin.c (the scaffold's sources in src/ plus its additions) into `out/name`
+    with the system C compiler."""
     out.mkdir(parents=True, exist_ok=True)
     lib = out / name
     cc = os.environ.get("CC", "cc")
-    cmd = [cc, "-std=c17", "-O1", "-g", "-Wall", "-Werror", "-shared", "-fPIC", f"-I{INCLUDE}",
-           *[f"-D{d}" for d in defines], str(HERE / "testplugin.c"), "-o", str(lib), "-lpthread"]
+    cmd = [cc, "-std=c17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+           f"-I{INCLUDE}", *[f"-D{d}" for d in defines], str(HERE / "testplugin.c"), "-o",
+           str(lib), "-lpthread", "-lm"]
     subprocess.run(cmd, check=True)
     return lib
+
+
+def build_abi_1_0_library(out: Path, name: str = "libtestplugin_abi10.so") -> Path:
+    """The test plugin as an ABI 1.0 plugin (struct_size UD_API_SIZE_1_0, abi_minor 0, no
+    mem_device) in `out/name`, for the tests that every loader still takes a 1.0 table."""
+    return build_library(out, name, ("UD_TESTPLUGIN_ABI_1_0",))
 
 
 def add_distribution(site: Path, dist: str, module: str, source: str,
@@ -59,3 +75,7 @@ def make_site(root: Path) -> tuple[Path, Path]:
     add_distribution(bad, "unidev-badimport", "unidev_badimport",
                      "import not_a_module_that_exists_anywhere\n", ep_name="badimport")
     return good, bad
+
+
+if __name__ == "__main__":
+    print(write_sources())

@@ -14,7 +14,7 @@ typedef struct {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static Range* g_ranges;
 static size_t g_count, g_cap;
-static uint64_t g_used[PLUGIN_DEVICES];
+static uint64_t g_used[PLUGIN_DEVICES > 0 ? PLUGIN_DEVICES : 1];
 
 /* Index of the live range holding [h, h + size), or -1. Caller holds g_mu. */
 static long find(uint64_t h, uint64_t size) {
@@ -95,6 +95,25 @@ UD_Error* mem_free(int32_t device, UD_Stream s, UD_Handle h) {
   return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
                       "mem_free: 0x%llx is not a live allocation of device %d (freed twice, or "
                       "an offset handle?)", (unsigned long long)h, device);
+}
+
+/* Which device allocated the live allocation holding `h` (its base, or an offset inside it; a
+ * 0-byte allocation holds only its base). */
+UD_Error* mem_device(UD_Handle h, int32_t* device) {
+  if (!device) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_device: device pointer is NULL");
+  pthread_mutex_lock(&g_mu);
+  for (size_t i = 0; i < g_count; i++) {
+    const Range* r = &g_ranges[i];
+    if (h == r->base || (h > r->base && h - r->base < r->size)) {
+      *device = r->device;
+      pthread_mutex_unlock(&g_mu);
+      return NULL;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  return ud_kit_error(UD_ERR_UNKNOWN_HANDLE,
+                      "mem_device: 0x%llx is not inside a live allocation (freed, or never "
+                      "allocated)", (unsigned long long)h);
 }
 
 UD_Error* memcpy_h2d(UD_Stream s, UD_Handle dst, const void* src, uint64_t n) {
