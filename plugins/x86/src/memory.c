@@ -69,7 +69,7 @@ UD_X86_SAME_POS(UD_IN_COPY_X, UD_IN_CAST_X);
 UD_X86_SAME_POS(UD_OUT_COPY_Y, UD_OUT_CAST_Y);
 
 static UD_Error* k_arange(const UD_KernelArgs* a) {
-  int dt;
+  int dt = 0;
   UD_KIT_TRY(ud_x86_check_args(UD_OP_ARANGE, a));
   const UD_Tensor* y = &a->outputs[UD_OUT_ARANGE_Y];
   UD_KIT_TRY(ud_kit_check_dtype_in("arange", "y", y, UD_X86_NUMERIC, &dt));
@@ -93,10 +93,9 @@ static UD_Error* k_arange(const UD_KernelArgs* a) {
 static UD_Error* k_concat(const UD_KernelArgs* a) {
   UD_KIT_TRY(ud_x86_check_args(UD_OP_CONCAT, a));
   const UD_Tensor* out = &a->outputs[UD_OUT_CONCAT_OUT];
-  const UD_Tensor* in = &a->inputs[UD_IN_CONCAT_TENSORS]; /* the variadic input: all of them */
+  const UD_Tensor* in = &a->inputs[UD_IN_CONCAT_TENSORS]; /* variadic: all of them, >= 1 */
   const int n = a->num_inputs;
   int axis;
-  UD_KIT_REQUIRE(n >= 1, UD_ERR_INVALID_ARGUMENT, "concat: 'tensors' is empty, expected >= 1");
   UD_KIT_REQUIRE(out->ndim > 0, UD_ERR_INVALID_ARGUMENT,
                  "concat: 0-d tensors cannot be concatenated");
   UD_KIT_TRY(ud_x86_axis("concat", a->attrs[UD_ATTR_CONCAT_AXIS].value.i, out->ndim, &axis));

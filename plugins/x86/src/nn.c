@@ -114,9 +114,10 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
+/* A [C] tensor, or an absent one (ud_kit_check_signature let only optional inputs be absent). */
 static UD_Error* check_channel(const char* op, const char* arg, const UD_Tensor* t, int64_t c,
-                               UD_DType dt, int optional) {
-  if (t->ndim == -1 && optional) return NULL;
+                               UD_DType dt) {
+  if (t->ndim == -1) return NULL;
   UD_KIT_TRY(ud_kit_check_dtype(op, arg, t, dt));
   UD_KIT_REQUIRE(t->ndim == 1 && t->shape[0] == c, UD_ERR_INVALID_ARGUMENT,
                  "%s: '%s' must have shape [%lld]", op, arg, (long long)c);
@@ -147,16 +148,14 @@ static UD_Error* bn_kernel(int id, const UD_KernelArgs* a, int backward) {
   UD_KIT_REQUIRE(x->ndim >= 2, UD_ERR_INVALID_ARGUMENT,
                  "%s: 'x' has ndim %d, expected [N, C, ...]", op, x->ndim);
   const int64_t c = x->shape[1];
-  const uint32_t optional = ud_op_info(id)->optional_inputs;
   for (int i = 0; i < a->num_inputs + a->num_outputs; i++) { /* x-shaped views, or [C] */
-    const int is_in = i < a->num_inputs;
-    const UD_Tensor* t = is_in ? &in[i] : &out[i - a->num_inputs];
+    const UD_Tensor* t = i < a->num_inputs ? &in[i] : &out[i - a->num_inputs];
     const char* name = ud_x86_arg_name(id, a, t);
     if (t == B.view[0] || t == B.view[1] || t == B.view[B.nv - 1]) {
       UD_KIT_TRY(ud_kit_check_dtype(op, name, t, x->dtype));
       UD_KIT_TRY(ud_kit_check_same_shape(op, name, t, x));
     } else {
-      UD_KIT_TRY(check_channel(op, name, t, c, x->dtype, is_in && (optional >> i & 1)));
+      UD_KIT_TRY(check_channel(op, name, t, c, x->dtype));
     }
   }
   UD_X86_SAME_POS(UD_ATTR_BATCH_NORM_TRAINING, UD_ATTR_BATCH_NORM_BACKWARD_TRAINING);
@@ -218,7 +217,7 @@ static UD_Error* nll_check(int id, const UD_KernelArgs* a, int bw, Nll* L) {
   UD_KIT_TRY(check_shape(op, "target", target, logp->ndim - 1, logp->shape));
   const int64_t classes = logp->shape[logp->ndim - 1];
   L->ignore = a->attrs[UD_ATTR_NLL_LOSS_IGNORE_INDEX].value.i;
-  UD_KIT_TRY(check_channel(op, "weight", L->weight, classes, logp->dtype, 1));
+  UD_KIT_TRY(check_channel(op, "weight", L->weight, classes, logp->dtype));
   for (int64_t i = 0; i < (target->ndim ? target->shape[0] : 1); i++) {
     const int64_t t = get_i(target, i);
     UD_KIT_REQUIRE(t == L->ignore || (t >= 0 && t < classes), UD_ERR_INVALID_ARGUMENT,
