@@ -18,7 +18,7 @@ def test_list_shows_status_and_errors(subprocess_env):
     out = _cli("list", env=subprocess_env)
     assert out.returncode == 0, out.stderr
     assert "testdev" in out.stdout and " ok" in out.stdout
-    assert "abi_mismatch" in out.stdout and "ABI 99.0" in out.stdout
+    assert "abi_mismatch" in out.stdout and "ABI 99." in out.stdout  # minor: the header's
     assert "No module named 'not_a_module_that_exists_anywhere'" in out.stdout
 
 
