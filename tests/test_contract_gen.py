@@ -29,8 +29,25 @@ static void strs(const char* const* v, int n) {
   printf("]");
 }
 
+/* kernels serving several ops compare, select and mix positions of different ops (and ints):
+ * this must compile warning-free in C and C++ (one enum type per op would warn in C++) */
+#ifdef __cplusplus
+#define STATIC_ASSERT static_assert
+#else
+#define STATIC_ASSERT _Static_assert
+#endif
+STATIC_ASSERT(UD_ATTR_MAX_POOL2D_STRIDE == UD_ATTR_AVG_POOL2D_STRIDE, "pool positions differ");
+STATIC_ASSERT(UD_IN_SOFTMAX_BACKWARD_Y != UD_ATTR_SOFTMAX_AXIS, "softmax positions");
+static int pool_stride(int is_max) {
+  return is_max ? UD_ATTR_MAX_POOL2D_STRIDE : UD_ATTR_AVG_POOL2D_STRIDE;
+}
+static int bias_or_none(int has_bias) { return has_bias ? UD_IN_CONV2D_BIAS : -1; }
+static int same_x(int i) { return i == UD_IN_ADD_X && UD_IN_ADD_X == UD_IN_CONV2D_X; }
+
 int main(void) {
-  printf("{\"dtypes\":[");
+  printf("{\"mixed\":[%d,%d,%d,%d],", pool_stride(1), pool_stride(0), bias_or_none(0),
+         same_x(0));
+  printf("\"dtypes\":[");
   for (int i = 0; i < UD_DT_COUNT; i++) {
     UD_DType d = ud_dtype_of(i);
     printf("%s[\"%s\",%d,%d,%d,%d,\"%s\"]", i ? "," : "", ud_dtype_name(d), d.code, d.bits,
@@ -164,6 +181,8 @@ def test_positions_follow_op_set_order(dump):
             [x.name for x in opset.OPS["max_pool2d"].outputs].index("indices"),
             opset.OPS["nll_loss"].attr_names.index("ignore_index")]
     assert dump["positions"] == want
+    max_pool, avg_pool = opset.OPS["max_pool2d"].attr_names, opset.OPS["avg_pool2d"].attr_names
+    assert dump["mixed"] == [max_pool.index("stride"), avg_pool.index("stride"), -1, 1]
 
 
 def test_error_kinds_match_the_table(dump):

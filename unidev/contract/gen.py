@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,8 +21,6 @@ _ATTR_TYPES = {"int": "UD_ATTR_INT", "float": "UD_ATTR_FLOAT", "bool": "UD_ATTR_
 _SCALARS = {"": "UD_SCALAR_NONE", "value": "UD_SCALAR_VALUE", "integral": "UD_SCALAR_INTEGRAL"}
 _GROUPS = (("FLOAT_GROUP", dtypes.FLOAT), ("INT_GROUP", dtypes.INT), ("NUMERIC", dtypes.NUMERIC),
            ("ALL", dtypes.ALL))
-# names unidev.h already defines in the UD_ATTR_ / UD_IN_ / UD_OUT_ namespaces
-_RESERVED = {"UD_ATTR_INT", "UD_ATTR_FLOAT", "UD_ATTR_BOOL", "UD_ATTR_STRING", "UD_ATTR_INTS"}
 
 
 def error_kinds() -> dict[str, str]:
@@ -130,14 +129,28 @@ def _dtype_section() -> list[str]:
     return out
 
 
-def _positions(op: opset.OpSchema) -> list[str]:
+def _positions(op: opset.OpSchema) -> list[tuple[str, int]]:
     names = []
     for prefix, items in (("IN", op.inputs), ("OUT", op.outputs), ("ATTR", op.attrs)):
         names += [(f"UD_{prefix}_{_id(op.name)}_{_id(x.name)}", i) for i, x in enumerate(items)]
-    if not names:
-        return []
-    assert not {n for n, _ in names} & _RESERVED, op.name
-    return _wrap("enum { ", [f"{n} = {i}" for n, i in names], " };", "       ")
+    return names
+
+
+def _position_section(ops: list[opset.OpSchema]) -> list[str]:
+    """Plain int macros, one block per op: enum constants would give each op its own C++ type,
+    so comparing or selecting positions of two ops (or a position and an int) would warn."""
+    # every UD_ name unidev.h defines (UD_ATTR_INT, ...): a position macro must not replace one
+    seen = set(re.findall(r"\bUD_[A-Z0-9_]+\b", (HEADER_PATH.parent / "unidev.h").read_text()))
+    out = []
+    for op in ops:
+        rows = _positions(op)
+        clash = {n for n, _ in rows} & seen
+        assert not clash, f"{op.name}: position names {sorted(clash)} are already defined"
+        seen |= {n for n, _ in rows}
+        if rows:
+            width = max(len(n) for n, _ in rows)
+            out += [f"#define {n:<{width}} {i}" for n, i in rows] + [""]
+    return out
 
 
 def _op_tables(op: opset.OpSchema) -> list[str]:
@@ -196,10 +209,10 @@ def _op_section() -> list[str]:
     out += ["  UD_OP_COUNT", "} UD_OpId;", "",
             "/* positions: UD_IN_<OP>_<INPUT>, UD_OUT_<OP>_<OUTPUT>, UD_ATTR_<OP>_<ATTR> (an input"
             " after a",
-            " * variadic one would shift by its extra tensors; none does today) */"]
-    for op in ops:
-        out += _positions(op)
-    out += ["",
+            " * variadic one would shift by its extra tensors; none does today). Plain ints, so",
+            " * positions of different ops compare and mix in C++ without warnings. */"]
+    out += _position_section(ops)
+    out += [
             "typedef enum UD_ScalarRule {",
             "  UD_SCALAR_NONE = 0,     /* a plain float attribute */",
             "  UD_SCALAR_VALUE = 1,    /* a value of the op's dtype (ud_kit_check_scalar, "
