@@ -1,6 +1,7 @@
 /* api.c — unidev-arm64's entry point: x86's UD_Api table (plugins/x86/src/api.c, built with
  * x86_api_shim.h and its entry point renamed) under the name "arm64", with this CPU's
- * description. Every other function — memory, streams, events, kernels — is x86's, unchanged. */
+ * description. Every other function — memory (mem_device too), streams, events, kernels — is
+ * x86's, unchanged. */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/auxv.h>
