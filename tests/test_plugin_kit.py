@@ -16,6 +16,7 @@ INCLUDE = Path(gen.__file__).resolve().parent / "include"
 # Each case prints one JSON line {"case", "code", "msg"}; `calls` counts malloc and vsnprintf
 # (linker-wrapped) so the success path is shown to format and allocate nothing.
 HARNESS = r"""
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unidev/plugin_kit.h>
@@ -74,9 +75,18 @@ static void report(const char* name, UD_Error* e) {
   ud_kit_error_destroy(e);
 }
 
+/* success-path cases: report only a failure, so the malloc/vsnprintf count stays clean */
+static void report_if(const char* name, UD_Error* e) {
+  if (e) report(name, e);
+}
+
 static void run(const char* name, int op, const Call* c) {
   report(name, ud_kit_check_signature(op, &c->a));
 }
+
+/* the kit's choice and scalar checks of the call in `c` */
+#define CHOICE(OP, ATTR, INDEX) ud_kit_check_choice(UD_OP_##OP, &c.a, UD_ATTR_##OP##_##ATTR, INDEX)
+#define SCALARS(OP, DT) ud_kit_check_scalars(UD_OP_##OP, &c.a, ud_dtype_of(UD_DT_##DT))
 
 static UD_Error* uses_macros(const UD_KernelArgs* a, int flag) {
   UD_KIT_TRY(ud_kit_check_signature(UD_OP_ADD, a));
@@ -95,7 +105,41 @@ int main(void) {
     for (int k = 0; k < o->num_attrs; k++) c.attrs[k].name = NULL;
     e = ud_kit_check_signature(op, &c.a);
     if (e) report(o->name, e);
+    /* defaults: each string's index among its choices (-1: any string), scalars fit the dtype */
+    for (int k = 0; k < o->num_attrs; k++) {
+      const UD_AttrInfo* w = &o->attrs[k];
+      if (w->type != UD_ATTR_STRING) continue;
+      int want = -1, got = -2;
+      for (int j = 0; j < w->num_choices; j++)
+        if (strcmp(w->choices[j], w->s) == 0) want = j;
+      e = ud_kit_check_choice(op, &c.a, k, &got);
+      if (e) report(o->name, e);
+      if (got != want)
+        printf("{\"case\":\"%s\",\"code\":-1,\"msg\":\"choice %d\"}\n", o->name, got);
+    }
+    for (int d = 0; d < UD_DT_COUNT; d++)
+      if ((e = ud_kit_check_scalars(op, &c.a, ud_dtype_of(d)))) report(o->name, e);
   }
+  int picks[4] = {-2, -2, -2, -2};
+  good(&c, UD_OP_GELU, 1);
+  c.attrs[UD_ATTR_GELU_APPROXIMATE].value.s = "tanh";
+  report_if("ok_gelu_tanh", CHOICE(GELU, APPROXIMATE, &picks[0]));
+  good(&c, UD_OP_MSE_LOSS, 2);
+  c.attrs[UD_ATTR_MSE_LOSS_REDUCTION].value.s = "sum";
+  report_if("ok_mse_sum", CHOICE(MSE_LOSS, REDUCTION, &picks[1]));
+  report_if("ok_mse_sum_no_index", CHOICE(MSE_LOSS, REDUCTION, NULL));
+  good(&c, UD_OP_CONV2D, 3);
+  c.attrs[UD_ATTR_CONV2D_ALGORITHM].value.s = "anything";
+  report_if("ok_conv_any", CHOICE(CONV2D, ALGORITHM, &picks[2]));
+  good(&c, UD_OP_ADD, 2);
+  c.attrs[UD_ATTR_ADD_ALPHA].value.f = -3.0;
+  report_if("ok_add_int_alpha", SCALARS(ADD, INT32));
+  c.attrs[UD_ATTR_ADD_ALPHA].value.f = 0.5;
+  report_if("ok_add_float_alpha", SCALARS(ADD, FLOAT32));
+  good(&c, UD_OP_FILL, 0);
+  c.attrs[UD_ATTR_FILL_VALUE].value.f = 1e300;
+  report_if("ok_fill_huge_float", SCALARS(FILL, FLOAT32));
+  report_if("ok_fill_huge_bool", SCALARS(FILL, BOOL));
   good(&c, UD_OP_GEMM, 3);
   c.in[UD_IN_GEMM_C].ndim = -1;
   report("gemm_absent_c", ud_kit_check_signature(UD_OP_GEMM, &c.a));
@@ -105,6 +149,63 @@ int main(void) {
   int id = -1;
   report("dtype_in_ok", ud_kit_check_dtype_in("add", "x", &c.in[0], UD_DTM_FLOAT_GROUP, &id));
   printf("{\"case\":\"success_calls\",\"code\":%d,\"msg\":\"%d\"}\n", calls - before, id);
+  printf("{\"case\":\"choice_indices\",\"code\":0,\"msg\":\"%d %d %d\"}\n", picks[0], picks[1],
+         picks[2]);
+
+  good(&c, UD_OP_GELU, 1);
+  c.attrs[UD_ATTR_GELU_APPROXIMATE].value.s = "fast";
+  picks[3] = 7;
+  report("choice_bad", CHOICE(GELU, APPROXIMATE, &picks[3]));
+  printf("{\"case\":\"choice_bad_index\",\"code\":0,\"msg\":\"%d\"}\n", picks[3]);
+  good(&c, UD_OP_NLL_LOSS, 2);
+  c.attrs[UD_ATTR_NLL_LOSS_REDUCTION].value.s = "avg";
+  report("choice_bad3", CHOICE(NLL_LOSS, REDUCTION, NULL));
+  c.attrs[UD_ATTR_NLL_LOSS_REDUCTION].value.s = "Mean";
+  report("choice_case", CHOICE(NLL_LOSS, REDUCTION, NULL));
+  c.attrs[UD_ATTR_NLL_LOSS_REDUCTION].value.s = "";
+  report("choice_empty", CHOICE(NLL_LOSS, REDUCTION, NULL));
+  good(&c, UD_OP_GELU, 1);
+  report("choice_bad_op", ud_kit_check_choice(UD_OP_COUNT, &c.a, 0, NULL));
+  report("choice_bad_attr", ud_kit_check_choice(UD_OP_GELU, &c.a, 1, NULL));
+  report("choice_negative_attr", ud_kit_check_choice(UD_OP_GELU, &c.a, -1, NULL));
+  good(&c, UD_OP_ADD, 2);
+  report("choice_not_string", CHOICE(ADD, ALPHA, NULL));
+  report("choice_null_args", ud_kit_check_choice(UD_OP_GELU, NULL, 0, NULL));
+  good(&c, UD_OP_GELU, 1);
+  c.attrs[UD_ATTR_GELU_APPROXIMATE].value.s = NULL;
+  report("choice_null_string", CHOICE(GELU, APPROXIMATE, NULL));
+  good(&c, UD_OP_GELU, 1);
+  c.attrs[UD_ATTR_GELU_APPROXIMATE].type = UD_ATTR_INT;
+  report("choice_wrong_type", CHOICE(GELU, APPROXIMATE, NULL));
+  good(&c, UD_OP_GELU, 1);
+  c.a.num_attrs = 0;
+  report("choice_no_attrs", CHOICE(GELU, APPROXIMATE, NULL));
+
+  good(&c, UD_OP_ADD, 2);
+  c.attrs[UD_ATTR_ADD_ALPHA].value.f = 1.5;
+  report("scalars_integral", SCALARS(ADD, INT32));
+  good(&c, UD_OP_SUB, 2);
+  c.attrs[UD_ATTR_SUB_ALPHA].value.f = 1e19;
+  report("scalars_sub_range", SCALARS(SUB, INT64));
+  good(&c, UD_OP_FILL, 0);
+  c.attrs[UD_ATTR_FILL_VALUE].value.f = 1e20;
+  report("scalars_fill_range", SCALARS(FILL, INT32));
+  c.attrs[UD_ATTR_FILL_VALUE].value.f = 2.5;
+  report("scalars_fill_fraction_ok", SCALARS(FILL, INT32));
+  good(&c, UD_OP_PAD_CONSTANT, 1);
+  c.attrs[UD_ATTR_PAD_CONSTANT_VALUE].value.f = NAN;
+  report("scalars_pad_nan", SCALARS(PAD_CONSTANT, INT64));
+  report("scalars_pad_nan_float", SCALARS(PAD_CONSTANT, FLOAT64));
+  report("scalars_bad_op", ud_kit_check_scalars(-1, &c.a, ud_dtype_of(UD_DT_INT64)));
+  good(&c, UD_OP_ADD, 2);
+  report("scalars_null_args", ud_kit_check_scalars(UD_OP_ADD, NULL, ud_dtype_of(UD_DT_INT32)));
+  c.a.num_attrs = 0;
+  report("scalars_attr_count", SCALARS(ADD, INT32));
+  good(&c, UD_OP_ADD, 2);
+  c.attrs[UD_ATTR_ADD_ALPHA].type = UD_ATTR_INT;
+  report("scalars_wrong_type", SCALARS(ADD, INT32));
+  good(&c, UD_OP_COPY, 1);
+  report("scalars_none", SCALARS(COPY, INT32));
 
   report("null_args", ud_kit_check_signature(UD_OP_ADD, NULL));
   report("bad_op_id", ud_kit_check_signature(UD_OP_COUNT, &c.a));
@@ -198,6 +299,14 @@ def test_every_op_accepts_a_well_formed_call(results):
 
 def test_success_formats_and_allocates_nothing(results):
     assert results["success_calls"] == (0, str(list(dtypes.DTYPES).index("float32")))
+    assert not {k: v for k, v in results.items() if k.startswith("ok_")}, "refused"
+
+
+def test_choice_gives_the_op_set_index(results):
+    gelu, mse = opset.OPS["gelu"].attrs, opset.OPS["mse_loss"].attrs
+    want = [gelu[0].choices.index("tanh"), mse[-1].choices.index("sum"), -1]
+    assert results["choice_indices"] == (0, " ".join(map(str, want)))
+    assert results["choice_bad_index"] == (0, "-1")
 
 
 @pytest.mark.parametrize("case, code, msg", [
@@ -236,6 +345,33 @@ def test_success_formats_and_allocates_nothing(results):
     ("dtype_in_bad", INVALID, "add: 'x' has dtype int32, expected one of float32, float64"),
     ("dtype_in_vector", INVALID,
      "mul: 'y' has dtype unknown, expected one of float32, float64, int32, int64, bool"),
+    ("choice_bad", INVALID, "gelu: attribute 'approximate' is 'fast', expected 'none' or 'tanh'$"),
+    ("choice_bad3", INVALID,
+     "nll_loss: attribute 'reduction' is 'avg', expected 'none', 'mean' or 'sum'$"),
+    ("choice_case", INVALID, "nll_loss: attribute 'reduction' is 'Mean', expected 'none', "),
+    ("choice_empty", INVALID, "nll_loss: attribute 'reduction' is '', expected 'none', "),
+    ("choice_bad_op", INTERNAL,
+     f"ud_kit_check_choice: op id {len(opset.OPS)}, expected 0..{len(opset.OPS) - 1}$"),
+    ("choice_bad_attr", INTERNAL,
+     "ud_kit_check_choice: gelu has no string attribute at position 1$"),
+    ("choice_negative_attr", INTERNAL, "ud_kit_check_choice: gelu has no string attribute at "),
+    ("choice_not_string", INTERNAL, "ud_kit_check_choice: add has no string attribute at "),
+    ("choice_null_args", INVALID, "gelu: kernel arguments are NULL$"),
+    ("choice_null_string", INVALID, "gelu: attribute 'approximate' is a NULL string"),
+    ("choice_wrong_type", INVALID, "gelu: attribute 'approximate' has type int, expected str$"),
+    ("choice_no_attrs", INVALID, "gelu: 0 attributes, expected 1 (approximate)$"),
+    ("scalars_integral", INVALID,
+     "add: attribute 'alpha' = 1.5 must be integral for int32 inputs$"),
+    ("scalars_sub_range", INVALID, "sub: attribute 'alpha' = 1e+19 cannot be converted to int64"),
+    ("scalars_fill_range", INVALID, "fill: attribute 'value' = 1e+20 cannot be converted to int32"),
+    ("scalars_fill_fraction_ok", 0, ""),
+    ("scalars_pad_nan", INVALID, "pad_constant: attribute 'value' = nan cannot be converted to "),
+    ("scalars_pad_nan_float", 0, ""),
+    ("scalars_bad_op", INTERNAL, "ud_kit_check_scalars: op id -1, expected 0.."),
+    ("scalars_null_args", INVALID, "add: kernel arguments are NULL$"),
+    ("scalars_attr_count", INVALID, "add: 0 attributes, expected 1 (alpha)$"),
+    ("scalars_wrong_type", INVALID, "add: attribute 'alpha' has type int, expected float$"),
+    ("scalars_none", 0, ""),
     ("try_ok_require_fails", UNSUPPORTED, "add: flag = 0, expected 1"),
     ("try_ok_require_ok", 0, ""),
     ("try_returns", INVALID, "add: 5 inputs, expected 2 (x, y)"),

@@ -46,7 +46,7 @@ static UD_Error* binary(int op, const UD_KernelArgs* a) {
   UD_KIT_TRY(ud_kit_check_dtype(name, "out", out, x->dtype));
   const int is_mul = op == UD_OP_MUL, fl = x->dtype.code == UD_DTYPE_FLOAT;
   const double alpha = is_mul ? 1.0 : ud_kit_attr_float(a, UD_ATTR_ADD_ALPHA);
-  UD_KIT_TRY(ud_kit_check_scalar(name, "alpha", alpha, x->dtype, 1));
+  UD_KIT_TRY(ud_kit_check_scalars(op, a, x->dtype)); /* add's alpha; mul has none */
   if (ud_kit_numel(out) == 0) return NULL;
   int64_t idx[UD_KIT_MAX_DIMS] = {0};
   do {

@@ -140,7 +140,7 @@ static UD_Error* k_fill(const UD_KernelArgs* a) {
   UD_KIT_TRY(check_call(UD_OP_FILL, a));
   const double value = ud_kit_attr_float(a, UD_ATTR_FILL_VALUE);
   /* a value the dtype cannot hold (an int32 fill of nan or 1e20) is refused, not wrapped */
-  UD_KIT_TRY(ud_kit_check_scalar("fill", "value", value, a->outputs[0].dtype, 0));
+  UD_KIT_TRY(ud_kit_check_scalars(UD_OP_FILL, a, a->outputs[0].dtype));
   return fill_value("fill", a, value);
 }
 

@@ -12,7 +12,9 @@
  *     const UD_Tensor* y = &a->inputs[UD_IN_ADD_Y];
  *     UD_KIT_REQUIRE(ud_kit_dtype_eq(y->dtype, a->inputs[0].dtype), UD_ERR_INVALID_ARGUMENT,
  *                    "add: 'y' has dtype %s, expected %s", ...);
+ *     UD_KIT_TRY(ud_kit_check_scalars(UD_OP_ADD, a, y->dtype)); // alpha fits the dtype
  *     double alpha = ud_kit_attr_float(a, UD_ATTR_ADD_ALPHA); ...
+ *   (string attributes: ud_kit_check_choice(UD_OP_GELU, a, UD_ATTR_GELU_APPROXIMATE, &index))
  */
 #ifndef UNIDEV_PLUGIN_KIT_H_
 #define UNIDEV_PLUGIN_KIT_H_
@@ -408,6 +410,83 @@ static inline UD_Error* ud_kit_check_scalar(const char* op, const char* attr, do
                         "%s: attribute '%s' = %.17g must be integral for %s inputs", op, attr, v,
                         ud_kit_dtype_name(dtype));
   return NULL;
+}
+
+/* An argument error a kit helper met although `op`'s signature check should have caught it: the
+ * signature check's own message, or (a kit bug) UD_ERR_INTERNAL naming `who`. */
+static inline UD_Error* ud_kit_signature_error_(int op, const UD_KernelArgs* a, const char* who) {
+  UD_Error* e = ud_kit_check_signature(op, a);
+  return e ? e : ud_kit_error(UD_ERR_INTERNAL, "%s: op %d's call passed its signature check but "
+                              "not this one", who, op);
+}
+
+/* Every attribute the op set marks scalar (UD_AttrInfo.scalar: fill's and pad_constant's value,
+ * add's and sub's alpha) through ud_kit_check_scalar for `dtype`, in op-set order. Cheap on
+ * success (a loop over the op's attributes); a call that fails ud_kit_check_signature gets its
+ * message. */
+static inline UD_Error* ud_kit_check_scalars(int op, const UD_KernelArgs* a, UD_DType dtype) {
+  const UD_OpInfo* o = ud_op_info(op);
+  if (!o)
+    return ud_kit_error(UD_ERR_INTERNAL, "ud_kit_check_scalars: op id %d, expected 0..%d", op,
+                        UD_OP_COUNT - 1);
+  if (!a || a->num_attrs != o->num_attrs || (o->num_attrs > 0 && !a->attrs))
+    return ud_kit_signature_error_(op, a, "ud_kit_check_scalars");
+  for (int k = 0; k < o->num_attrs; k++) {
+    const UD_AttrInfo* w = &o->attrs[k];
+    if (w->scalar == UD_SCALAR_NONE) continue;
+    if (a->attrs[k].type != UD_ATTR_FLOAT)
+      return ud_kit_signature_error_(op, a, "ud_kit_check_scalars");
+    UD_KIT_TRY(ud_kit_check_scalar(o->name, w->name, a->attrs[k].value.f, dtype,
+                                   w->scalar == UD_SCALAR_INTEGRAL));
+  }
+  return NULL;
+}
+
+/* "'none', 'mean' or 'sum'" from a string attribute's choices; for error messages only. */
+static inline const char* ud_kit_join_choices(const UD_AttrInfo* w, char* buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < w->num_choices && used + 1 < size; i++) {
+    int n = snprintf(buf + used, size - used, "%s'%s'",
+                     !i ? "" : i == w->num_choices - 1 ? " or " : ", ", w->choices[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return buf;
+}
+
+/* The index of string attribute `attr` (a UD_ATTR_<OP>_* position) of op `op` among the op
+ * set's choices for it, in *index (may be NULL): "gelu: attribute 'approximate' is 'fast',
+ * expected 'none' or 'tanh'" otherwise. An attribute the op set gives no choices (any string)
+ * yields -1, as does a refused value. `attr` that is not a string attribute of `op`:
+ * UD_ERR_INTERNAL (a plugin bug); a call that fails ud_kit_check_signature gets its message.
+ * Cheap on success: strcmp over the choices, no formatting. */
+static inline UD_Error* ud_kit_check_choice(int op, const UD_KernelArgs* a, int attr,
+                                            int* index) {
+  const UD_OpInfo* o = ud_op_info(op);
+  if (index) *index = -1;
+  if (!o)
+    return ud_kit_error(UD_ERR_INTERNAL, "ud_kit_check_choice: op id %d, expected 0..%d", op,
+                        UD_OP_COUNT - 1);
+  if (attr < 0 || attr >= o->num_attrs || o->attrs[attr].type != UD_ATTR_STRING)
+    return ud_kit_error(UD_ERR_INTERNAL,
+                        "ud_kit_check_choice: %s has no string attribute at position %d", o->name,
+                        attr);
+  const UD_AttrInfo* w = &o->attrs[attr];
+  if (!a || a->num_attrs != o->num_attrs || !a->attrs || a->attrs[attr].type != UD_ATTR_STRING ||
+      !a->attrs[attr].value.s)
+    return ud_kit_signature_error_(op, a, "ud_kit_check_choice");
+  const char* v = a->attrs[attr].value.s;
+  if (w->num_choices == 0) return NULL;
+  for (int k = 0; k < w->num_choices; k++) {
+    if (v == w->choices[k] || strcmp(v, w->choices[k]) == 0) {
+      if (index) *index = k;
+      return NULL;
+    }
+  }
+  char want[256];
+  return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute '%s' is '%s', expected %s", o->name,
+                      w->name, v, ud_kit_join_choices(w, want, sizeof want));
 }
 
 /* arange's attributes for an output of n elements of `dtype` (n < 0: length not checked):
