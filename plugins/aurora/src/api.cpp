@@ -101,14 +101,9 @@ UD_Error* on_stream(UD_Stream stream, int32_t device, const char* what, F enqueu
 }
 
 UD_Error* mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle) {
-  if (UD_Error* e = check_device(device)) return e;
   if (!handle) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: handle is NULL");
   VESIMstream s;
-  if (UD_Error* e = stream_of(stream, device, &s)) return e;
-  int sd = -1;
-  if (vesimStreamGetDevice(s, &sd) != VESIM_SUCCESS || sd != device)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_alloc: the stream is not a live stream of "
-                        "device %d", device);
+  if (UD_Error* e = device_stream(stream, device, "mem_alloc", &s)) return e;
   return from_vesim(vesimMemAllocAsync(handle, size, s), "mem_alloc");
 }
 
@@ -188,11 +183,9 @@ UD_Error* stream_query(UD_Stream stream, int32_t* done) {
 UD_Error* mem_device(UD_Handle handle, int32_t* device) {
   if (!device) return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "mem_device: device is NULL");
   VESIMdeviceptr base = 0;
-  size_t size = 0;
-  const bool live = handle && ensure_init(false) == VESIM_SUCCESS &&
-                    vesimMemGetAddressRange(&base, &size, handle) == VESIM_SUCCESS &&
-                    (handle - base < size || handle == base);  // a 0-byte one holds its base
-  if (!live)
+  size_t size = 0;  // a 0-byte allocation holds its base
+  if (!handle || ensure_init(false) || vesimMemGetAddressRange(&base, &size, handle) ||
+      (handle - base >= size && handle != base))
     return ud_kit_error(UD_ERR_UNKNOWN_HANDLE, "mem_device: handle 0x%llx is not inside a live "
                         "aurora allocation (freed or never allocated)", (unsigned long long)handle);
   *device = VESIM_PTR_DEVICE(handle);
@@ -207,6 +200,16 @@ UD_Error* kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {
 }
 
 }  // namespace
+
+UD_Error* device_stream(UD_Stream stream, int32_t device, const char* what, VESIMstream* out) {
+  int sd = -1;
+  if (UD_Error* e = check_device(device)) return e;
+  if (UD_Error* e = stream_of(stream, device, out)) return e;
+  if (vesimStreamGetDevice(*out, &sd) != VESIM_SUCCESS || sd != device)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: the stream is not a live stream of device %d", what,
+                        device);
+  return nullptr;
+}
 
 UD_Error* stream_of(UD_Stream stream, int32_t device, VESIMstream* out) {
   *out = reinterpret_cast<VESIMstream>(stream);

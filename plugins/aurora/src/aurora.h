@@ -63,9 +63,10 @@ struct alignas(64) Tensor {
   int64_t strides[kMaxDims] = {};
 
   bool present() const { return ndim >= 0; }
-  int64_t numel() const;
+  UD_Tensor ud() const { return {handle, {}, ndim, dtype, shape, strides, offset}; }  // for the kit
+  int64_t numel() const { const UD_Tensor t = ud(); return ud_kit_numel(&t); }
   int64_t itemsize() const { return dtype.bits / 8; }
-  bool contiguous() const;
+  bool contiguous() const { const UD_Tensor t = ud(); return ud_kit_is_contiguous(&t); }
   template <class T> T* ptr() const { return reinterpret_cast<T*>(data); }
 };
 
@@ -184,6 +185,8 @@ inline int64_t offset_of(int64_t i, int nd, const int64_t* shape, const int64_t*
   return off;
 }
 
+template <class T> inline bool isnan_(T x) { return x != x; }  // false for integers
+
 // Converts between unidev dtypes the way C does (bool: nonzero -> 1).
 template <class To, class From> inline To convert(From v) {
   if constexpr (std::is_same_v<To, Bool>) return v != From(0) ? 1 : 0;
@@ -208,5 +211,7 @@ UD_Error* check_device(int32_t device);
 
 // vesim stream behind a UD_Stream (NULL: the device's default stream).
 UD_Error* stream_of(UD_Stream s, int32_t device, VESIMstream* out);
+// Like stream_of, for a `device` that must exist and own the stream (`what` names the call).
+UD_Error* device_stream(UD_Stream s, int32_t device, const char* what, VESIMstream* out);
 
 }  // namespace aurora

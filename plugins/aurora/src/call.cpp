@@ -114,21 +114,6 @@ UD_KernelFn find_kernel(int op, int dtype) {
                                                                            : nullptr;
 }
 
-int64_t Tensor::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
-  return n;
-}
-
-bool Tensor::contiguous() const {
-  int64_t expect = 1;
-  for (int i = ndim - 1; i >= 0; i--) {
-    if (shape[i] != 1 && strides[i] != expect) return false;
-    expect *= shape[i];
-  }
-  return true;
-}
-
 bool Check::fail(UD_ErrorCode code, const char* fmt, ...) {
   if (err_) return false;
   char buf[512];
@@ -145,23 +130,18 @@ bool Check::signature() {
   for (int i = 0; i < a_->num_inputs + a_->num_outputs; i++) {
     bool in = i < a_->num_inputs;
     const UD_Tensor& t = in ? a_->inputs[i] : a_->outputs[i - a_->num_inputs];
-    if (t.ndim < 0) continue;  // an absent optional input
-    const char* name = tensor_name(in, in ? i : i - a_->num_inputs);
     // a view of more than 2^48 elements cannot be real device memory: refuse it before any loop
     double elems = 1;
-    for (int d = 0; d < t.ndim; d++) elems *= double(t.shape[d]);
+    for (int d = 0; d < t.ndim; d++) elems *= double(t.shape[d]);  // none for an absent input
     if (elems > double(int64_t(1) << 48))
-      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48", name,
-                  elems);
+      return fail(UD_ERR_INVALID_ARGUMENT, "%s has %.3g elements, expected at most 2^48",
+                  tensor_name(in, in ? i : i - a_->num_inputs), elems);
   }
   return true;
 }
 
 bool Check::dtype(const UD_Tensor& t, const char* name, UD_DType want) {
-  if (!ok()) return false;
-  if (ud_kit_dtype_eq(t.dtype, want)) return true;
-  return fail(UD_ERR_INVALID_ARGUMENT, "'%s' has dtype %s, expected %s", name,
-              ud_kit_dtype_name(t.dtype), ud_kit_dtype_name(want));
+  return ok() && !(err_ = ud_kit_check_dtype(op_, name, &t, want));
 }
 
 bool Check::dtypes(UD_DType want, uint32_t skip) {
@@ -205,8 +185,8 @@ bool Check::choice(int idx) {
   for (int i = 0; i < info.num_choices; i++)
     if (!strcmp(v, info.choices[i])) return true;
     else all += (i ? ", '" : "'") + std::string(info.choices[i]) + "'";
-  return !info.num_choices ||
-         fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' = '%s', expected one of %s", info.name, v, all.c_str());
+  return !info.num_choices || fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' = '%s', expected one of %s", info.name, v,
+                                   all.c_str());
 }
 
 bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
@@ -256,12 +236,7 @@ Call* make_call(const UD_KernelArgs* a, int op, Body body, IParams iparams) {
 UD_Error* launch(const UD_KernelArgs* a, Call* c) {
   std::unique_ptr<Call, void (*)(Call*)> owned(c, free_call);
   VESIMstream s;
-  if (UD_Error* e = check_device(a->device)) return e;
-  if (UD_Error* e = stream_of(a->stream, a->device, &s)) return e;
-  int sd = -1;
-  if (vesimStreamGetDevice(s, &sd) != VESIM_SUCCESS || sd != a->device)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: the stream is not a live stream of device "
-                        "%d", c->op, a->device);
+  if (UD_Error* e = device_stream(a->stream, a->device, c->op, &s)) return e;
   owned.release();
   VESIMresult r = vesimLaunchKernelNamed(c->op, trampoline, s, &c, sizeof c);
   if (r != VESIM_SUCCESS) {

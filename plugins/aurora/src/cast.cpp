@@ -23,11 +23,9 @@ template <class In> struct Cast {
     Body body = want == DType<float>::id ? cast_to<In, float> : want == DType<double>::id ? cast_to<In, double>
                 : want == DType<int32_t>::id ? cast_to<In, int32_t> : want == DType<int64_t>::id ? cast_to<In, int64_t>
                 : want == DType<Bool>::id ? cast_to<In, Bool> : nullptr;
-    if (!body) {
-      char names[128];
-      return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "cast: attribute 'dtype' = '%s', expected one "
-                          "of %s", name, ud_kit_dtype_mask_names(UD_DTM_ALL, names, sizeof names));
-    }
+    char names[128];  // formatted only on the error path
+    UD_KIT_REQUIRE(body, UD_ERR_INVALID_ARGUMENT, "cast: attribute 'dtype' = '%s', expected one of %s", name,
+                   ud_kit_dtype_mask_names(UD_DTM_ALL, names, sizeof names));
     if (!ck.dtype(y, "y", ud_dtype_of(want))) return ck.take();
     return launch(a, make_call(a, UD_OP_CAST, body));
   }

@@ -19,21 +19,21 @@ struct Geo {
   int64_t plane() const { return oh * ow; }
 };
 
-// Attribute positions of the three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight).
-struct ConvAttrs { int shape, stride, padding, dilation, groups, algorithm; };
-#define CONV_ATTRS(OP, SHAPE) \
-  {SHAPE, UD_ATTR_##OP##_STRIDE, UD_ATTR_##OP##_PADDING, UD_ATTR_##OP##_DILATION, UD_ATTR_##OP##_GROUPS, UD_ATTR_##OP##_ALGORITHM}
-constexpr ConvAttrs kConvAttrs[] = {CONV_ATTRS(CONV2D, -1),
-                                    CONV_ATTRS(CONV2D_BACKWARD_INPUT, UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE),
-                                    CONV_ATTRS(CONV2D_BACKWARD_WEIGHT, UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE)};
+// The three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight) share stride, padding,
+// dilation, groups, algorithm in that order from kFirst[kind]; the gradients lead with a shape.
+#define RUN(OP) UD_ATTR_##OP##_PADDING == UD_ATTR_##OP##_STRIDE + 1 && UD_ATTR_##OP##_DILATION == UD_ATTR_##OP##_STRIDE + 2 && \
+                UD_ATTR_##OP##_GROUPS == UD_ATTR_##OP##_STRIDE + 3 && UD_ATTR_##OP##_ALGORITHM == UD_ATTR_##OP##_STRIDE + 4
+static_assert(RUN(CONV2D) && RUN(CONV2D_BACKWARD_INPUT) && RUN(CONV2D_BACKWARD_WEIGHT) &&
+              UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE == 0 && UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE == 0, "conv");
+constexpr int kFirst[] = {UD_ATTR_CONV2D_STRIDE, UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE};
 
-// Validates the conv attributes (positions `at`) and shapes; x and w are the shapes.
-bool geometry(Check& ck, const int64_t* x, const int64_t* w, const ConvAttrs& at, Geo* g) {
+// Validates the conv attributes (stride... from position `base`) and shapes; x and w are the shapes.
+bool geometry(Check& ck, const int64_t* x, const int64_t* w, int base, Geo* g) {
   int64_t st[2] = {}, pd[2] = {}, dl[2] = {};
-  if (!ck.pair(at.stride, 1, st) || !ck.pair(at.padding, 0, pd) || !ck.pair(at.dilation, 1, dl))
+  if (!ck.pair(base, 1, st) || !ck.pair(base + 1, 0, pd) || !ck.pair(base + 2, 1, dl))
     return false;
-  int64_t groups = ud_kit_attr_int(ck.args(), at.groups);
-  const char* algo = ud_kit_attr_str(ck.args(), at.algorithm);
+  int64_t groups = ck.args()->attrs[base + 3].value.i;
+  const char* algo = ck.args()->attrs[base + 4].value.s;
   *g = Geo{x[0], x[1], x[2], x[3], w[0], w[1], 0, w[2], w[3], 0, 0, st[0], st[1], pd[0], pd[1],
            dl[0], dl[1], groups, kAuto};
   if (!strcmp(algo, "direct")) g->algo = kDirect;
@@ -150,16 +150,15 @@ constexpr int kGradY = 0, kOther = 1, kOut = 0;
 template <int Kind>
 UD_Error* conv_check(const UD_KernelArgs* a, UD_DType dt, Body body) {
   Check ck(a, kConvOps[Kind]);
-  const ConvAttrs& at = kConvAttrs[Kind];
   int64_t given[4];
   Geo g;
   const UD_Tensor& x = ck.in(Kind == 0 ? UD_IN_CONV2D_X : kOther);  // the operand checked first
   if (!ck.signature() || !ck.dtypes(dt) || !ck.ndim(x, Kind == 1 ? "weight" : "x", 4, 4) ||
-      (Kind == 0 && !ck.ndim(ck.in(UD_IN_CONV2D_WEIGHT), "weight", 4, 4)) || (Kind && !shape_attr(ck, at.shape, given)))
+      (Kind == 0 && !ck.ndim(ck.in(UD_IN_CONV2D_WEIGHT), "weight", 4, 4)) || (Kind && !shape_attr(ck, 0, given)))
     return ck.take();
   const int64_t* xs = Kind == 1 ? given : x.shape;
   const int64_t* ws = Kind == 2 ? given : ck.in(kOther).shape;
-  if (!geometry(ck, xs, ws, at, &g)) return ck.take();
+  if (!geometry(ck, xs, ws, kFirst[Kind], &g)) return ck.take();
   int64_t y[4] = {g.n, g.k, g.oh, g.ow};
   const UD_Tensor& bias = ck.in(UD_IN_CONV2D_BIAS);
   if (Kind == 0 ? !shape_is(ck, ck.out(kOut), "y", y) ||

@@ -15,7 +15,6 @@ constexpr double kSqrt2 = 1.4142135623730951;
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
-template <class T> inline bool isnan_(T x) { return x != x; }  // false for integers
 // |x| that clears the sign of -0 (x < 0 ? -x : x keeps it)
 template <class T> inline T abs_(T x) {
   if constexpr (std::is_floating_point_v<T>) return std::fabs(x);

@@ -5,12 +5,10 @@ namespace aurora {
 
 namespace {
 
-static_assert(UD_OUT_FILL_Y == 0 && UD_OUT_ZERO_Y == 0, "fill and zero share one body");
-
 template <class T>
 VESIMresult fill_body(VESIMkernel_ctx* k, Call& c) {
   T v = c.id == UD_OP_ZERO ? T(0) : convert<T>(c.attrs[UD_ATTR_FILL_VALUE].f);
-  return map_views<T>(k, c.out[UD_OUT_FILL_Y], nullptr, [v]() { return v; });
+  return map_views<T>(k, c.out[c.id == UD_OP_ZERO ? UD_OUT_ZERO_Y : UD_OUT_FILL_Y], nullptr, [v]() { return v; });
 }
 
 template <class T, bool kZero> struct Fill {
@@ -19,8 +17,7 @@ template <class T, bool kZero> struct Fill {
     Check ck(a, op);
     if (!ck.signature() || !ck.dtypes(ud_of<T>())) return ck.take();
     if (!kZero)
-      UD_KIT_TRY(ud_kit_check_scalar("fill", "value", ud_kit_attr_float(a, UD_ATTR_FILL_VALUE),
-                                     ud_of<T>(), 0));
+      UD_KIT_TRY(ud_kit_check_scalar("fill", "value", ud_kit_attr_float(a, UD_ATTR_FILL_VALUE), ud_of<T>(), 0));
     return launch(a, make_call(a, op, fill_body<T>));
   }
 };
@@ -36,9 +33,8 @@ template <class T> struct Arange {
     UD_KIT_REQUIRE(ud_dtype_from_name(dtype) == DType<T>::id, UD_ERR_INVALID_ARGUMENT,
                    "arange: attribute 'dtype' = '%s', expected '%s' (the output's dtype)", dtype,
                    ud_dtype_id_name(DType<T>::id));
-    double start = ud_kit_attr_float(a, UD_ATTR_ARANGE_START);
-    double stop = ud_kit_attr_float(a, UD_ATTR_ARANGE_STOP);
-    double step = ud_kit_attr_float(a, UD_ATTR_ARANGE_STEP);
+    double start = ud_kit_attr_float(a, UD_ATTR_ARANGE_START), stop = ud_kit_attr_float(a, UD_ATTR_ARANGE_STOP),
+           step = ud_kit_attr_float(a, UD_ATTR_ARANGE_STEP);
     UD_KIT_TRY(ud_kit_check_arange("arange", start, stop, step, -1, ud_of<T>()));
     int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
     if (!ck.dim(y, "y", 0, n)) return ck.take();

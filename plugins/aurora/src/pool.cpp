@@ -20,23 +20,23 @@ int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, bool cei
   return o;
 }
 
-// A pooling op's forward and backward share the forward's attribute positions.
+// A pooling op's forward and backward share the forward's attribute positions; max and average
+// pooling share those of kernel_size, stride and padding.
 #define SAME_AS(OP, ATTR) UD_ATTR_##OP##_BACKWARD_##ATTR == UD_ATTR_##OP##_##ATTR
+#define MAX_AVG(ATTR) UD_ATTR_MAX_POOL2D_##ATTR == UD_ATTR_AVG_POOL2D_##ATTR
 static_assert(SAME_AS(MAX_POOL2D, KERNEL_SIZE) && SAME_AS(MAX_POOL2D, STRIDE) && SAME_AS(MAX_POOL2D, PADDING) &&
               SAME_AS(MAX_POOL2D, DILATION) && SAME_AS(MAX_POOL2D, CEIL_MODE) && SAME_AS(AVG_POOL2D, KERNEL_SIZE) &&
               SAME_AS(AVG_POOL2D, STRIDE) && SAME_AS(AVG_POOL2D, PADDING) && SAME_AS(AVG_POOL2D, CEIL_MODE) &&
-              SAME_AS(AVG_POOL2D, COUNT_INCLUDE_PAD) && SAME_AS(ADAPTIVE_AVG_POOL2D, OUTPUT_SIZE), "pooling");
-#undef SAME_AS
+              SAME_AS(AVG_POOL2D, COUNT_INCLUDE_PAD) && SAME_AS(ADAPTIVE_AVG_POOL2D, OUTPUT_SIZE) &&
+              MAX_AVG(KERNEL_SIZE) && MAX_AVG(STRIDE) && MAX_AVG(PADDING), "pooling");
 
 // kernel_size, stride, padding, then (max) dilation, ceil_mode or (avg) ceil_mode,
 // count_include_pad. x is the forward input, y the pooled shape to check against.
 bool pool_geometry(Check& ck, bool is_max, const UD_Tensor& x, PoolGeo* g) {
   int64_t ks[2] = {}, st[2] = {}, pd[2] = {}, dl[2] = {1, 1};
-  const int kks = is_max ? UD_ATTR_MAX_POOL2D_KERNEL_SIZE : UD_ATTR_AVG_POOL2D_KERNEL_SIZE;
-  const int kst = is_max ? UD_ATTR_MAX_POOL2D_STRIDE : UD_ATTR_AVG_POOL2D_STRIDE;
-  const int kpd = is_max ? UD_ATTR_MAX_POOL2D_PADDING : UD_ATTR_AVG_POOL2D_PADDING;
-  if (!ck.ndim(x, "x", 4, 4) || !ck.pair(kks, 1, ks) || !ck.pair(kst, 1, st, ks) ||
-      !ck.pair(kpd, 0, pd) || (is_max && !ck.pair(UD_ATTR_MAX_POOL2D_DILATION, 1, dl)))
+  if (!ck.ndim(x, "x", 4, 4) || !ck.pair(UD_ATTR_MAX_POOL2D_KERNEL_SIZE, 1, ks) ||
+      !ck.pair(UD_ATTR_MAX_POOL2D_STRIDE, 1, st, ks) || !ck.pair(UD_ATTR_MAX_POOL2D_PADDING, 0, pd) ||
+      (is_max && !ck.pair(UD_ATTR_MAX_POOL2D_DILATION, 1, dl)))
     return false;
   if (pd[0] * 2 > ks[0] || pd[1] * 2 > ks[1])
     return ck.fail(UD_ERR_INVALID_ARGUMENT, "attribute 'padding' = (%lld, %lld), expected at most "
@@ -171,16 +171,20 @@ static_assert(UD_IN_AVG_POOL2D_BACKWARD_GRAD_Y == 0 && UD_IN_AVG_POOL2D_BACKWARD
               UD_IN_ADAPTIVE_AVG_POOL2D_BACKWARD_GRAD_Y == 0 && UD_IN_ADAPTIVE_AVG_POOL2D_X == 0, "pooling inputs");
 constexpr int kIn = 0, kGradY = 0, kOut = 0;
 
+// Backward: grad_y has the pooled shape and grad_x x's; forward: y has the pooled shape.
+bool pooled_io(Check& ck, bool backward, const UD_Tensor& x, int64_t oh, int64_t ow) {
+  return backward ? pooled_shape(ck, ck.in(kGradY), "grad_y", x, oh, ow) && ck.same_shape(ck.out(kOut), "grad_x", x, "x")
+                  : pooled_shape(ck, ck.out(kOut), "y", x, oh, ow);
+}
+
 template <class T, bool kBackward> struct AvgPool {
   static constexpr int op = kBackward ? UD_OP_AVG_POOL2D_BACKWARD : UD_OP_AVG_POOL2D;
   static UD_Error* run(const UD_KernelArgs* a) {
     Check ck(a, op);
     PoolGeo g;
     const UD_Tensor& x = ck.in(kBackward ? UD_IN_AVG_POOL2D_BACKWARD_X : UD_IN_AVG_POOL2D_X);
-    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !pool_geometry(ck, false, x, &g))
-      return ck.take();
-    if (kBackward ? !pooled_shape(ck, ck.in(kGradY), "grad_y", x, g.oh, g.ow) || !ck.same_shape(ck.out(kOut), "grad_x", x, "x")
-                  : !pooled_shape(ck, ck.out(kOut), "y", x, g.oh, g.ow))
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !pool_geometry(ck, false, x, &g) ||
+        !pooled_io(ck, kBackward, x, g.oh, g.ow))
       return ck.take();
     return launch(a, make_call(a, op, body, pack(g)));
   }
@@ -230,9 +234,7 @@ template <class T, bool kBackward> struct AdaptiveAvgPool {
       return ck.take();
     if (ud_kit_numel(&x) != 0 && (x.shape[2] == 0 || x.shape[3] == 0))
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: 'x' has empty H or W", ck.op());
-    if (kBackward ? !pooled_shape(ck, ck.in(kGradY), "grad_y", x, os[0], os[1]) || !ck.same_shape(ck.out(kOut), "grad_x", x, "x")
-                  : !pooled_shape(ck, ck.out(kOut), "y", x, os[0], os[1]))
-      return ck.take();
+    if (!pooled_io(ck, kBackward, x, os[0], os[1])) return ck.take();
     PoolGeo g{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], os[0], os[1]};
     return launch(a, make_call(a, op, body, pack(g)));
   }

@@ -12,7 +12,6 @@ namespace {
 // Wide accumulation: double for floats, int64 for integers (wraps like the narrow type).
 template <class T> using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
-template <class T> inline bool isnan_(T v) { return v != v; }
 
 // A reducer: Acc init(), step(acc, value, index), merge(acc, later acc), finish(acc, count).
 // `empty_ok`: whether an empty reduction has a value (max, min and the arg ops have none).
@@ -70,16 +69,14 @@ struct Geometry {
 
 // Every reduction has one input x, one output and the attributes axes, keepdims (sum's
 // positions serve them all).
-constexpr int kX = UD_IN_SUM_X, kY = UD_OUT_SUM_Y, kAxes = UD_ATTR_SUM_AXES,
-              kKeep = UD_ATTR_SUM_KEEPDIMS;
+constexpr int kX = UD_IN_SUM_X, kY = UD_OUT_SUM_Y, kAxes = UD_ATTR_SUM_AXES, kKeep = UD_ATTR_SUM_KEEPDIMS;
 #define SAME_AS_SUM(ID) UD_ATTR_##ID##_AXES == kAxes && UD_ATTR_##ID##_KEEPDIMS == kKeep
-static_assert(SAME_AS_SUM(MEAN) && SAME_AS_SUM(MAX) && SAME_AS_SUM(MIN) && SAME_AS_SUM(PROD) &&
-              SAME_AS_SUM(ARGMAX) && SAME_AS_SUM(ARGMIN), "reductions read sum's positions");
+static_assert(SAME_AS_SUM(MEAN) && SAME_AS_SUM(MAX) && SAME_AS_SUM(MIN) && SAME_AS_SUM(PROD) && SAME_AS_SUM(ARGMAX) &&
+              SAME_AS_SUM(ARGMIN), "reductions read sum's positions");
 
 // Host side: axes (sorted, distinct, in range; empty = all) and y's shape against x's.
 bool check_reduce(Check& ck, bool single_axis, std::vector<bool>& reduced) {
-  const UD_Tensor& x = ck.in(kX);
-  const UD_Tensor& y = ck.out(kY);
+  const UD_Tensor &x = ck.in(kX), &y = ck.out(kY);
   const UD_Attr& axes = ck.args()->attrs[kAxes];
   int keepdims = ck.args()->attrs[kKeep].value.b;
   int nd = x.ndim;
@@ -112,8 +109,7 @@ bool check_reduce(Check& ck, bool single_axis, std::vector<bool>& reduced) {
 }
 
 Geometry geometry(const Call& c) {
-  const Tensor& x = c.in[kX];
-  const Tensor& y = c.out[kY];
+  const Tensor &x = c.in[kX], &y = c.out[kY];
   bool keep = c.attrs[kKeep].i != 0;
   std::vector<bool> red(size_t(std::max(x.ndim, 1)), c.attrs[kAxes].ints.empty());
   for (int64_t a : c.attrs[kAxes].ints) red[size_t((a + std::max(x.ndim, 1)) % std::max(x.ndim, 1))] = true;

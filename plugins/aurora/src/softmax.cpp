@@ -9,13 +9,11 @@ namespace aurora {
 namespace {
 
 enum Kind { kSoftmax, kLogSoftmax, kSoftmaxBackward, kLogSoftmaxBackward };
-const int kOps[] = {UD_OP_SOFTMAX, UD_OP_LOG_SOFTMAX, UD_OP_SOFTMAX_BACKWARD,
-                    UD_OP_LOG_SOFTMAX_BACKWARD};
+const int kOps[] = {UD_OP_SOFTMAX, UD_OP_LOG_SOFTMAX, UD_OP_SOFTMAX_BACKWARD, UD_OP_LOG_SOFTMAX_BACKWARD};
 // one body: input 0 is x (grad_y backward), input 1 y, attribute 0 the axis, for all four
-static_assert(UD_ATTR_SOFTMAX_AXIS == 0 && UD_ATTR_LOG_SOFTMAX_AXIS == 0 &&
-              UD_ATTR_SOFTMAX_BACKWARD_AXIS == 0 && UD_ATTR_LOG_SOFTMAX_BACKWARD_AXIS == 0 &&
-              UD_IN_SOFTMAX_BACKWARD_Y == 1 && UD_IN_LOG_SOFTMAX_BACKWARD_Y == 1, "softmax signatures");
 constexpr int kAxis = UD_ATTR_SOFTMAX_AXIS;
+static_assert(UD_ATTR_LOG_SOFTMAX_AXIS == kAxis && UD_ATTR_SOFTMAX_BACKWARD_AXIS == kAxis &&
+              UD_ATTR_LOG_SOFTMAX_BACKWARD_AXIS == kAxis && UD_IN_LOG_SOFTMAX_BACKWARD_Y == UD_IN_SOFTMAX_BACKWARD_Y, "softmax");
 
 template <class T, int K> struct Softmax {
   static constexpr bool kBackward = K >= kSoftmaxBackward;
@@ -39,7 +37,7 @@ template <class T, int K> struct Softmax {
     T* y;
     if (VESIMresult r = dense_in(k, c.in[0], &a)) return r;
     if (kBackward)
-      if (VESIMresult r = dense_in(k, c.in[1], &b)) return r;
+      if (VESIMresult r = dense_in(k, c.in[UD_IN_SOFTMAX_BACKWARD_Y], &b)) return r;
     if (VESIMresult r = dense_out(k, c.out[0], &y, false)) return r;
     VESIMresult r = parallel(k, outer * inner, std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)),
                              [&](int64_t lb, int64_t le) {
