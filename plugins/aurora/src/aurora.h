@@ -112,8 +112,10 @@ class Check {
   bool same_shape(const UD_Tensor& t, const char* name, const UD_Tensor& ref, const char* refname);
   bool ndim(const UD_Tensor& t, const char* name, int lo, int hi);
   bool dim(const UD_Tensor& t, const char* name, int d, int64_t want);
-  // string attribute `idx` is one of the op set's choices for it
+  // string attribute `idx` is one of the op set's choices for it (ud_kit_check_choice)
   bool choice(int idx);
+  // the attributes the op set marks scalar are values of `dtype` (ud_kit_check_scalars)
+  bool scalars(UD_DType dtype);
   // ints attribute `idx` as two values >= lo (one value serves both; empty gives `fallback`)
   bool pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback = nullptr);
   // input / output i; an absent tensor (ndim -1) where the call has none, so that kernels may

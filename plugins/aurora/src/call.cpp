@@ -177,17 +177,9 @@ bool Check::dim(const UD_Tensor& t, const char* name, int d, int64_t want) {
               d < t.ndim ? (long long)t.shape[d] : -1LL, (long long)want);
 }
 
-bool Check::choice(int idx) {
-  if (!ok()) return false;
-  const UD_AttrInfo& info = ud_op_info(id_)->attrs[idx];
-  const char* v = a_->attrs[idx].value.s;
-  std::string all;
-  for (int i = 0; i < info.num_choices; i++)
-    if (!strcmp(v, info.choices[i])) return true;
-    else all += (i ? ", '" : "'") + std::string(info.choices[i]) + "'";
-  return !info.num_choices || fail(UD_ERR_INVALID_ARGUMENT, "attribute '%s' = '%s', expected one of %s", info.name, v,
-                                   all.c_str());
-}
+bool Check::choice(int idx) { return ok() && !(err_ = ud_kit_check_choice(id_, a_, idx, nullptr)); }
+
+bool Check::scalars(UD_DType dtype) { return ok() && !(err_ = ud_kit_check_scalars(id_, a_, dtype)); }
 
 bool Check::pair(int idx, int64_t lo, int64_t out[2], const int64_t* fallback) {
   const UD_Attr& a = a_->attrs[idx];

@@ -101,22 +101,14 @@ BINARY(LogicalOr, LOGICAL_OR, Bool, x != T(0) || y != T(0))
 BINARY(SigmoidBackward, SIGMOID_BACKWARD, T, x * y * (T(1) - y))
 BINARY(TanhBackward, TANH_BACKWARD, T, x * (T(1) - y * y))
 
-// alpha must be a value of T: integral for integer T (the reference refuses 0.5 and nan)
-template <class T> bool check_alpha(Check& ck, int attr) {
-  UD_Error* e = ud_kit_check_scalar(ck.op(), "alpha", ud_kit_attr_float(ck.args(), attr), ud_of<T>(), 1);
-  if (!e) return true;
-  ck.fail(ud_kit_error_code(e), "%s", ud_kit_error_message(e) + strlen(ck.op()) + 2);
-  ud_kit_error_destroy(e);
-  return false;
-}
-
 #define SCALED2(NAME, ID, ATTR, EXPR, CHECK) \
   OP(NAME, ID, UD_ATTR_##ID##_##ATTR, CHECK, T, Types<T COMMA T>, (T x, T y), EXPR)
 #define SCALED3(NAME, ID, EXPR) \
   OP(NAME, ID, UD_ATTR_##ID##_VALUE, no_check, T, Types<T COMMA T COMMA T>, (T x, T a, T b), EXPR)
 
-SCALED2(Add, ADD, ALPHA, T(x + convert<T>(p) * y), check_alpha<T>)
-SCALED2(Sub, SUB, ALPHA, T(x - convert<T>(p) * y), check_alpha<T>)
+// alpha is a value of T, integral for integer T (the op set's scalar rule, checked for every op)
+SCALED2(Add, ADD, ALPHA, T(x + convert<T>(p) * y), no_check)
+SCALED2(Sub, SUB, ALPHA, T(x - convert<T>(p) * y), no_check)
 SCALED2(Lerp, LERP, WEIGHT, x + T(p) * (y - x), no_check)
 // zero where x <= threshold: a nan x or threshold compares false and passes grad
 SCALED2(ThresholdBackward, THRESHOLD_BACKWARD, THRESHOLD, double(y) <= p ? T(0) : x, no_check)
@@ -145,7 +137,7 @@ struct EW {
     Check ck(a, O::op);
     if (!ck.signature()) return ck.take();
     if (!check_input_dtypes(ck, typename O::Args{})) return ck.take();
-    if (!ck.dtype(ck.out(0), "output", ud_of<typename O::Out>()) || !O::check(ck))
+    if (!ck.dtype(ck.out(0), "output", ud_of<typename O::Out>()) || !ck.scalars(ud_of<T>()) || !O::check(ck))
       return ck.take();
     return launch(a, make_call(a, O::op, body));
   }

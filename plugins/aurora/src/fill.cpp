@@ -15,9 +15,7 @@ template <class T, bool kZero> struct Fill {
   static constexpr int op = kZero ? UD_OP_ZERO : UD_OP_FILL;
   static UD_Error* run(const UD_KernelArgs* a) {
     Check ck(a, op);
-    if (!ck.signature() || !ck.dtypes(ud_of<T>())) return ck.take();
-    if (!kZero)
-      UD_KIT_TRY(ud_kit_check_scalar("fill", "value", ud_kit_attr_float(a, UD_ATTR_FILL_VALUE), ud_of<T>(), 0));
+    if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !ck.scalars(ud_of<T>())) return ck.take();
     return launch(a, make_call(a, op, fill_body<T>));
   }
 };

@@ -74,8 +74,7 @@ template <class T> struct PadConstant {
                             "value for dim %d", d);
       if (!ck.dim(y, "y", d, x.shape[d] + b + e)) return ck.take();
     }
-    UD_KIT_TRY(ud_kit_check_scalar("pad_constant", "value",
-                                   ud_kit_attr_float(a, UD_ATTR_PAD_CONSTANT_VALUE), x.dtype, 0));
+    if (!ck.scalars(x.dtype)) return ck.take();
     return launch(a, make_call(a, UD_OP_PAD_CONSTANT, body));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {

@@ -142,19 +142,6 @@ UD_Error* want_ndim(const char* op, const char* name, const UD_Tensor& t, int nd
 
 const UD_DType kBool = ud_dtype_of(UD_DT_BOOL), kI64 = ud_dtype_of(UD_DT_INT64);
 
-/* String attribute `i` is one of the op set's choices for it. */
-UD_Error* check_choice(const OpInfo& op, const UD_KernelArgs* a, int i) {
-  const UD_AttrInfo& info = ud_op_info(op.id)->attrs[i];
-  std::string all;
-  for (int k = 0; k < info.num_choices; k++) {
-    if (!strcmp(a->attrs[i].value.s, info.choices[k])) return nullptr;
-    all += std::string(k ? (k + 1 == info.num_choices ? " or '" : ", '") : "'") + info.choices[k] + "'";
-  }
-  return info.num_choices ? INV("%s: attribute '%s' is '%s', expected %s", op.name, info.name, a->attrs[i].value.s,
-                                all.c_str())
-                          : nullptr;
-}
-
 bool bool_output(int code) { return code == E_NOT || (code >= E_EQ && code <= E_OR); }
 
 UD_Error* check_ew(const OpInfo& op, const UD_KernelArgs* a) {
@@ -177,11 +164,9 @@ UD_Error* check_ew(const OpInfo& op, const UD_KernelArgs* a) {
     return INV("%s: output dtype %s is not supported, expected float32, float64, int32, int64 or "
                "bool", op.name, ud_kit_dtype_name(want));
   if (op.id == UD_OP_GELU || op.id == UD_OP_GELU_BACKWARD)
-    return check_choice(op, a, op.id == UD_OP_GELU ? UD_ATTR_GELU_APPROXIMATE : UD_ATTR_GELU_BACKWARD_APPROXIMATE);
-  if (op.id == UD_OP_ADD || op.id == UD_OP_SUB)
-    return ud_kit_check_scalar(op.name, "alpha",
-                               ud_kit_attr_float(a, op.id == UD_OP_ADD ? UD_ATTR_ADD_ALPHA : UD_ATTR_SUB_ALPHA), dt, 1);
-  return nullptr;
+    return ud_kit_check_choice(op.id, a, op.id == UD_OP_GELU ? UD_ATTR_GELU_APPROXIMATE : UD_ATTR_GELU_BACKWARD_APPROXIMATE,
+                               nullptr);
+  return ud_kit_check_scalars(op.id, a, dt); /* add's and sub's alpha */
 }
 
 UD_Error* check_reduce(const OpInfo& op, const UD_KernelArgs* a) {
@@ -368,7 +353,7 @@ UD_Error* check_nll(const OpInfo& op, const UD_KernelArgs* a) {
   const UD_Tensor &lp = a->inputs[bwd ? UD_IN_NLL_LOSS_BACKWARD_LOGP : UD_IN_NLL_LOSS_LOGP],
                   &tg = a->inputs[bwd ? UD_IN_NLL_LOSS_BACKWARD_TARGET : UD_IN_NLL_LOSS_TARGET],
                   &w = a->inputs[bwd ? UD_IN_NLL_LOSS_BACKWARD_WEIGHT : UD_IN_NLL_LOSS_WEIGHT];
-  UD_KIT_TRY(check_choice(op, a, kLossReduction));
+  UD_KIT_TRY(ud_kit_check_choice(op.id, a, kLossReduction, nullptr));
   if (lp.ndim != 1 && lp.ndim != 2)
     return INV("%s: input 'logp' has shape %s, expected [N, C] or [C]", op.name,
                shape_str(lp).c_str());
@@ -400,7 +385,7 @@ UD_Error* check_mse(const OpInfo& op, const UD_KernelArgs* a) {
   bool bwd = op.family == F_MSE_B;
   const UD_Tensor &x = a->inputs[bwd ? UD_IN_MSE_LOSS_BACKWARD_X : UD_IN_MSE_LOSS_X],
                   &tg = a->inputs[bwd ? UD_IN_MSE_LOSS_BACKWARD_TARGET : UD_IN_MSE_LOSS_TARGET], &o = a->outputs[0];
-  UD_KIT_TRY(check_choice(op, a, kLossReduction));
+  UD_KIT_TRY(ud_kit_check_choice(op.id, a, kLossReduction, nullptr));
   UD_KIT_TRY(want_shape(op.name, "input", "target", tg, x.ndim, x.shape));
   UD_KIT_TRY(want_dtype(op.name, "input", "target", tg, x.dtype));
   bool none = !strcmp(a->attrs[kLossReduction].value.s, "none");
@@ -453,7 +438,7 @@ UD_Error* check_pad(const OpInfo& op, const UD_KernelArgs* a) {
   }
   UD_KIT_TRY(want_shape(op.name, "output", "y", a->outputs[0], x.ndim, shape));
   UD_KIT_TRY(want_dtype(op.name, "output", "y", a->outputs[0], x.dtype));
-  return ud_kit_check_scalar(op.name, "value", ud_kit_attr_float(a, UD_ATTR_PAD_CONSTANT_VALUE), x.dtype, 0);
+  return ud_kit_check_scalars(op.id, a, x.dtype);
 }
 
 UD_Error* check_nullary(const OpInfo& op, const UD_KernelArgs* a) {
@@ -471,7 +456,7 @@ UD_Error* check_nullary(const OpInfo& op, const UD_KernelArgs* a) {
                                    ud_kit_attr_float(a, UD_ATTR_ARANGE_STEP), y.shape[0], y.dtype));
   }
   if (op.id == UD_OP_FILL)
-    return ud_kit_check_scalar(op.name, "value", ud_kit_attr_float(a, UD_ATTR_FILL_VALUE), y.dtype, 0);
+    return ud_kit_check_scalars(op.id, a, y.dtype);
   return nullptr;
 }
 
