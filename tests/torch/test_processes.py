@@ -137,7 +137,7 @@ def test_full_suite_on_each_plugin(plugin):
         import sys, pytest
         sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "{here}/test_ops.py",
                               "{here}/test_tensors.py", "{here}/test_training.py",
-                              "{here}/test_optable.py"]))
+                              "{here}/test_optable.py", "{here}/test_errors.py"]))
     """, timeout=900, UNIDEV_TORCH_DEVICE=plugin)
     assert r.returncode == 0, r.stdout[-3000:]
 

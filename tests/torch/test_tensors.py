@@ -109,7 +109,7 @@ def test_out_of_memory_raises_and_process_goes_on(dev):
 
 
 def test_bad_device_index(dev):
-    with pytest.raises(RuntimeError, match="out of range"):
+    with pytest.raises(ValueError, match="out of range"):
         torch.zeros(2, device=f"{dev}:7")
 
 

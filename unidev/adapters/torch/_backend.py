@@ -82,10 +82,10 @@ def load() -> State:
 
         rec = choose()
         spec = rec.spec
-        lib = discovery.load(rec.name)  # the core's ABI check, before C++ touches the table
+        lib = discovery.load(rec.name)  # loaded and ABI-checked once, by the core's loader
         ext = build.import_extension(build.library())
         name, mode = torch_name(spec), _fallback_mode()
-        ext.init(spec.library, name)
+        ext.init(lib.api_address, spec.library, name)  # the same table: no second dlopen
         ext.set_fallback_mode(mode)
         if torch._C._get_privateuse1_backend_name() != name:
             torch.utils.rename_privateuse1_backend(name)

@@ -1,8 +1,10 @@
 """The one table from aten operators to unidev ops; build.py turns it into C++ registrations.
 
-Each row is (aten overload, unidev op, kind). `kind` names the C++ kernel template in ops.cpp that
-serves every row of that shape (unary `.out`, binary `.out` with alpha, ...). A test checks every
-unidev op named here against unidev.contract.opset, and every row against what the C++ registered.
+Each row is (aten overload, unidev op, kind). `kind` names the C++ kernel template that serves
+every row of that shape (unary `.out`, binary `.out` with alpha, ...); FILES says which
+csrc/aten/*.cpp defines and registers it. Everything else about an op (its id, attributes and
+their defaults, dtypes) comes from the contract's generated ops.h. A test checks every unidev op
+named here against unidev.contract.opset, and every row against what the C++ registered.
 """
 
 from __future__ import annotations
@@ -79,6 +81,20 @@ TABLE: list[tuple[str, str, str]] = [
     ("fill_.Scalar", "fill", "fill"),
     ("zero_", "zero", "zero"),
 ]
+
+# csrc/aten/<file>.cpp -> the kinds whose templates it defines and whose rows it registers
+FILES: dict[str, tuple[str, ...]] = {
+    "elementwise": ("unary", "unary_float", "unary_fn", "unary_inplace", "gelu", "gelu_backward",
+                    "binary_alpha", "binary_alpha_fn", "binary_alpha_inplace", "binary",
+                    "binary_fn", "binary_inplace", "binary_bool", "binary_scalar", "where_fn",
+                    "ternary_value", "lerp", "threshold_backward"),
+    "reduce": ("reduce_dtype", "reduce", "reduce_all", "arg_reduce"),
+    "nn": ("mm", "addmm", "conv", "conv_backward", "max_pool", "max_pool_backward", "avg_pool",
+           "avg_pool_backward", "adaptive_pool", "adaptive_pool_backward", "batch_norm",
+           "batch_norm_backward", "softmax", "softmax_backward", "nll_loss", "nll_loss_backward",
+           "mse_loss", "mse_loss_backward_fn"),
+    "copy": ("cat", "pad", "arange", "fill", "zero"),
+}
 
 # unidev ops the adapter calls itself (copies, casts, scalars), not through an aten row
 INTERNAL = ("copy", "cast", "fill", "zero", "conv2d_backward_weight", "sum")

@@ -1,20 +1,24 @@
-// unidev_torch.h — what the adapter's two translation units share: the loaded plugin, its
-// streams, the error check, and the helpers that turn at::Tensor into UD_Tensor descriptors.
+// unidev_torch.h — what every translation unit of the adapter shares: the bound plugin, the
+// error check, streams, the allocator's entry points, and at::Tensor → UD_Tensor descriptors.
+// Kept to c10/ATen core headers: every file includes it, and each header costs seconds per file.
 #pragma once
 
-#include <ATen/ATen.h>
-#include <c10/core/CachingDeviceAllocator.h>
-#include <unidev/unidev.h>
+#include <ATen/core/Tensor.h>
+#include <unidev/ops.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "op_table.h"
+namespace c10 {
+class DeviceAllocator;
+}
 
 namespace unidev_torch {
 
-constexpr int kNumDTypes = 8;  // kDTypeNames order (unidev.contract.dtypes.DTYPES)
-constexpr int kMaxAttrs = 10;
+constexpr int kMaxAttrs = 10;    // the most attributes of any op (checked at load)
+constexpr int kMaxDevices = 16;
 
 // The plugin behind PrivateUse1: its table and the kernels looked up once at load.
 struct Plugin {
@@ -22,36 +26,50 @@ struct Plugin {
   std::string path, name, torch_name;
   int32_t dl_device_type = UD_DLPACK_EXT_DEV;
   int device_count = 0;
-  UD_KernelFn kernels[OP_COUNT][kNumDTypes] = {};
-  UD_Attr defaults[OP_COUNT][kMaxAttrs] = {};
+  UD_KernelFn kernels[UD_OP_COUNT][UD_DT_COUNT] = {};
+  UD_Attr defaults[UD_OP_COUNT][kMaxAttrs] = {};
 };
 
+// --- loader.cpp ------------------------------------------------------------------------------
 Plugin& plugin();  // throws a c10::Error naming the cause when no plugin is loaded
 bool loaded();
-
-// -1 if `t` has no unidev dtype.
-int dtype_index(at::ScalarType t);
+// Binds the table at `api` (already loaded and checked by unidev's discovery) to PrivateUse1.
+int init(uint64_t api, const std::string& path, const std::string& torch_name);
+int dtype_index(at::ScalarType t);  // the UD_DT_* id of `t`, -1 if it has no unidev dtype
 UD_DType ud_dtype(at::ScalarType t);
-
-// Turns an error object into a c10 exception (OutOfMemoryError for UD_ERR_OUT_OF_MEMORY) that
-// names `what`; frees the error. No-op for NULL.
+const char* op_name(int op);
+// Raises a plugin error as the Python type of its code's kind (ops.h ud_error_kind: ValueError,
+// IndexError, NotImplementedError, torch.OutOfMemoryError, RuntimeError), naming `what`; frees
+// the error. No-op for NULL.
 void check(UD_Error* err, const char* what);
+void check_index(c10::DeviceIndex d);  // ValueError naming the device count when out of range
 
-extern thread_local c10::DeviceIndex tls_device;  // the guard's current device of this thread
-
-// The current stream of `device` for this thread (the guard's notion of it).
+// --- guard.cpp: current device and stream per thread ------------------------------------------
+extern thread_local c10::DeviceIndex tls_device;
+UD_Stream stream_at(c10::DeviceIndex device, int64_t id);  // torch stream id → plugin stream
 UD_Stream current_stream(c10::DeviceIndex device);
 void synchronize_stream(c10::DeviceIndex device);
 
-// The caching allocator behind PrivateUse1 and the storage growth it serves (resize_, hooks).
-c10::Allocator* allocator();
+// --- allocator.cpp ---------------------------------------------------------------------------
+c10::Allocator* allocator();                // the caching allocator behind PrivateUse1
+c10::DeviceAllocator* device_allocator();   // the same, with streams and statistics
 void resize_bytes(const c10::Storage& storage, size_t nbytes);
+c10::Allocator* pinned_allocator();
+bool is_pinned(const void* p);
 
-// CPU fallbacks: counted per aten operator; mode 0 counts, 1 also warns once, 2 raises.
+// --- generator.cpp, hooks.cpp ----------------------------------------------------------------
+void manual_seed(c10::DeviceIndex d, uint64_t seed);
+uint64_t initial_seed(c10::DeviceIndex d);
+void register_hooks();
+
+// --- aten/fallback.cpp: CPU fallbacks, counted per aten operator ------------------------------
 int64_t count_fallback(const std::string& op);
-void set_fallback_mode(int mode);
-std::vector<std::string> registered_ops();  // aten names with a device kernel
+void set_fallback_mode(int mode);  // 0 counts, 1 also warns once per op, 2 raises
+std::map<std::string, int64_t> fallback_counts();
+void reset_fallbacks();
+std::vector<std::string> registered_ops();  // aten/register.cpp: aten names with a device kernel
 
+// --- the per-call path -----------------------------------------------------------------------
 inline UD_KernelFn kernel(int op, at::ScalarType t) {
   int d = dtype_index(t);
   if (d < 0 || !loaded()) return nullptr;
@@ -81,11 +99,11 @@ inline UD_Tensor absent() {
   return d;
 }
 
-// Attributes of one call: the op's defaults in op-set order, then what the caller sets.
+// Attributes of one call: the op's defaults in op-set order (ops.h), then what the caller sets.
 struct Attrs {
   UD_Attr a[kMaxAttrs];
   int n;
-  explicit Attrs(int op) : n(kAttrBegin[op + 1] - kAttrBegin[op]) {
+  explicit Attrs(int op) : n(ud_op_info(op)->num_attrs) {
     for (int k = 0; k < n; ++k) a[k] = plugin().defaults[op][k];
   }
   Attrs& f(int k, double v) { a[k].value.f = v; return *this; }
