@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import opset
+from ...contract import dtypes, errors, opset
 
-__all__ = ["TfOp", "TF_OPS", "DTYPE_BITS", "generate", "check"]
+__all__ = ["TfOp", "TF_OPS", "DTYPES", "generate", "check"]
 
 F = ("float32", "float64")
 F64 = F + ("int64",)
 NUM = F + ("int64",)
 ALL = NUM + ("bool",)
 # Shape and axis arguments are declared host memory and read on the host; labels too, so a bad
-# label fails its own op rather than a later synchronization.
-DTYPE_BITS = {"float32": 1, "float64": 2, "int32": 4, "int64": 8, "bool": 16}
+# label fails its own op rather than a later synchronization. The dtypes a TF kernel may serve:
+# those csrc/call.cc maps to a TF dtype (ids, masks and names come from ops.h).
+DTYPES = tuple(dtypes.DTYPES)
 # What a type attribute of a TF op is constrained to, per registered kernel: "T" the kernel's
 # dtype, "dst" each dtype Cast converts to, "index" int32 and int64 (host values the handler
 # reads either way), or one fixed dtype. TF_InitKernel checks each against the op's real OpDef.
@@ -26,10 +27,11 @@ T = (("T", "T"),)
 class TfOp:
     """One TF op served on the device.
 
-    `handler` names the C++ routine in kernels.cc that maps it; `ud` is the unidev op it calls
-    (its attribute defaults come from the op set); `needs` lists every unidev op the handler
-    calls, so the TF kernel is registered only when the plugin has all of them. `types` must
-    name every type attribute of the TF op (see TYPE_KINDS), none that it lacks.
+    `handler` names the C++ routine that maps it (registered by its family's file in csrc/);
+    `ud` is the unidev op it calls (its attribute defaults come from the op set); `needs` lists
+    every unidev op the handler calls, so the TF kernel is registered only when the plugin has
+    all of them. `types` must name every type attribute of the TF op (see TYPE_KINDS), none
+    that it lacks. `host_int32`: an argument the int32 kernel declares host memory.
     """
 
     tf: str
@@ -39,6 +41,7 @@ class TfOp:
     needs: tuple[str, ...] = ()
     types: tuple[tuple[str, str], ...] = T  # (type attribute, what it is constrained to)
     host: tuple[str, ...] = ()
+    host_int32: str = ""
 
     @property
     def all_needs(self) -> tuple[str, ...]:
@@ -90,7 +93,9 @@ TF_OPS: tuple[TfOp, ...] = (
     TfOp("SelectV2", "select", "where", ALL),
     TfOp("Select", "select", "where", ALL),
     TfOp("AddN", "add_n", "add", NUM, ("copy",)),
-    TfOp("Cast", "cast", "cast", ALL + ("int32",), types=(("SrcT", "T"), ("DstT", "dst"))),
+    # int32 is host memory (TF's rule): the kernel stages it rather than TF's EventMgr copy
+    TfOp("Cast", "cast", "cast", ALL + ("int32",), types=(("SrcT", "T"), ("DstT", "dst")),
+         host_int32="x"),
     TfOp("Sum", "reduce", "sum", NUM, types=_index("Tidx"), host=_RED),
     TfOp("Mean", "reduce", "mean", F, types=_index("Tidx"), host=_RED),
     TfOp("Max", "reduce", "max", NUM, types=_index("Tidx"), host=_RED),
@@ -122,9 +127,6 @@ TF_OPS: tuple[TfOp, ...] = (
          host=("orig_input_shape",)),
 )
 
-HANDLERS = sorted({op.handler for op in TF_OPS})
-
-
 def check() -> list[str]:
     """Problems of the table against the op set (empty when consistent)."""
     problems = []
@@ -137,70 +139,52 @@ def check() -> list[str]:
             if name not in opset.OPS:
                 problems.append(f"{op.tf}: unidev op {name!r} is not in the op set")
         for dt in op.dtypes:
-            if dt not in DTYPE_BITS:
+            if dt not in DTYPES:
                 problems.append(f"{op.tf}: dtype {dt!r} unknown")
-        if len(op.types) > 3 or len(op.host) > 2:
-            problems.append(f"{op.tf}: kernels.cc holds 3 type attributes and 2 host arguments")
+        if len(op.types) > 3 or len(op.host) > 2 or len(op.all_needs) > 8:
+            problems.append(f"{op.tf}: csrc/call.h holds 3 type attributes, 2 host arguments "
+                            "and 8 needs")
         for attr, kind in op.types:
-            if kind not in TYPE_KINDS and kind not in DTYPE_BITS:
+            if kind not in TYPE_KINDS and kind not in DTYPES:
                 problems.append(f"{op.tf}: attribute {attr} constrained to unknown {kind!r}")
     return problems
 
 
-def _kind(kind: str) -> int:
-    return TYPE_KINDS[kind] if kind in TYPE_KINDS else list(DTYPE_BITS).index(kind)
+def _id(name: str) -> str:
+    return name.upper()
 
 
-def _c_attr(a: opset.Attr, ints_name: str) -> str:
-    kind = {"int": "UD_ATTR_INT", "float": "UD_ATTR_FLOAT", "bool": "UD_ATTR_BOOL",
-            "str": "UD_ATTR_STRING", "ints": "UD_ATTR_INTS"}[a.type]
-    if a.type == "int":
-        val = f".i = {int(a.default)}"
-    elif a.type == "float":
-        val = f".f = {float(a.default)!r}"
-    elif a.type == "bool":
-        val = f".b = {int(bool(a.default))}"
-    elif a.type == "str":
-        val = f'.s = "{a.default}"'
-    else:
-        val = f".ints = {{{ints_name}, {len(a.default)}}}"
-    return f'{{"{a.name}", {kind}, {{{val}}}}}'
+def _kind(kind: str) -> str:
+    return str(TYPE_KINDS[kind]) if kind in TYPE_KINDS else f"UD_DT_{_id(kind)}"
 
 
 def generate() -> str:
-    """C++ include: unidev ops with attribute defaults, and the TF op table."""
+    """C++ include: the TF op table, naming ops.h's op ids (UD_OP_*) and dtypes (UD_DTM_*), and
+    the error-code table (from the contract's errors.py)."""
     problems = check()
     if problems:
         raise ValueError("TF op table is inconsistent with the op set: " + "; ".join(problems))
     used = sorted({n for op in TF_OPS for n in op.all_needs})
-    assert all(len(opset.OPS[n].attrs) <= 12 for n in used), "kernels.cc holds 12 attributes"
-    lines = ["// Generated by unidev/adapters/tensorflow/ops.py from unidev/contract/opset.py.",
-             "// Do not edit: change the tables and rebuild."]
-    lines.append("enum UdOp {" + ", ".join(f"OP_{n}" for n in used) + ", OP_COUNT};")
-    for n in used:
-        attrs = opset.OPS[n].attrs
-        for i, a in enumerate(attrs):
-            if a.type == "ints":
-                vals = ", ".join(str(int(v)) for v in a.default) or "0"
-                lines.append(f"static const int64_t k_{n}_{i}[] = {{{vals}}};")
-        body = ", ".join(_c_attr(a, f"k_{n}_{i}") for i, a in enumerate(attrs))
-        lines.append(f"static const UD_Attr k_{n}_attrs[] = {{{body or '{}'}}};")
-    lines.append("static const OpInfo kOps[OP_COUNT] = {")
-    for n in used:
-        lines.append(f'  {{"{n}", {len(opset.OPS[n].attrs)}, k_{n}_attrs}},')
-    lines.append("};")
-    lines.append("enum Handler {" + ", ".join(f"H_{h}" for h in HANDLERS) + "};")
-    lines.append("static const TfOpInfo kTfOps[] = {")
+    assert all(len(opset.OPS[n].attrs) <= 12 for n in used), "csrc/call.h holds 12 attributes"
+    lines = ["// Generated by unidev/adapters/tensorflow/ops.py (TF_OPS); ops.h holds the op set.",
+             "// Do not edit: change the table and rebuild.",
+             "const TfOpInfo kTfOps[] = {"]
     for op in TF_OPS:
-        mask = sum(DTYPE_BITS[d] for d in op.dtypes)
-        needs = ", ".join(f"OP_{n}" for n in op.all_needs)
+        mask = " | ".join(f"UD_DTM_{_id(d)}" for d in op.dtypes)
+        needs = ", ".join(f"UD_OP_{_id(n)}" for n in op.all_needs)
         host = ", ".join(f'"{h}"' for h in op.host)
         attrs = ", ".join(f'"{a}"' for a, _ in op.types)
-        kinds = ", ".join(str(_kind(k)) for _, k in op.types)
-        lines.append(f'  {{"{op.tf}", H_{op.handler}, OP_{op.ud}, {mask}, {len(op.types)}, '
+        kinds = ", ".join(_kind(k) for _, k in op.types)
+        h32 = f'"{op.host_int32}"' if op.host_int32 else "nullptr"
+        lines.append(f'  {{"{op.tf}", "{op.handler}", UD_OP_{_id(op.ud)}, {mask}, {len(op.types)}, '
                      f"{{{attrs or 'nullptr'}}}, {{{kinds or '0'}}}, {{{host or 'nullptr'}}}, "
-                     f"{len(op.all_needs)}, {{{needs}}}}},")
+                     f"{h32}, {len(op.all_needs)}, {{{needs}}}}},")
     lines.append("};")
+    lines.append(f"const int kNumTfOps = {len(TF_OPS)};")
+    lines.append("// The TF_Code of each plugin error code: unidev/contract/errors.py's tf_code.")
+    lines.append("TF_Code tf_code(UD_ErrorCode code) {\n  switch (code) {")
+    lines += [f"    case UD_ERR_{e.name}: return TF_{e.tf_code};" for e in errors.ERRORS]
+    lines.append("    default: return TF_INTERNAL;\n  }\n}")
     return "\n".join(lines) + "\n"
 
 

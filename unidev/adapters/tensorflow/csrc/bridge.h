@@ -1,7 +1,7 @@
 // bridge.h — what the PluggableDevice hands its C++ variable-op library (varops.cc).
 #pragma once
 
-#include <unidev/unidev.h>
+#include <unidev/ops.h>
 
 #include <cstddef>
 
@@ -15,19 +15,21 @@ struct SP_Event_st {
   UD_Event event;
 };
 
-// Kernels indexed by dtype: float32, float64, int32, int64.
+// Kernels indexed by ops.h's dtype id (UD_DT_*).
 struct UdtfBridge {
   size_t struct_size;
   const char* device_type;
   const UD_Api* api;
-  UD_KernelFn add[4];
-  UD_KernelFn sub[4];
-  UD_KernelFn mul[4];
+  UD_KernelFn add[UD_DT_COUNT];
+  UD_KernelFn sub[UD_DT_COUNT];
+  UD_KernelFn mul[UD_DT_COUNT];
   // The PluggableDevice's C kernel of TF op `tf_op` (nullptr if it has none), made from and run
   // on TF's OpKernelConstruction / OpKernelContext (what the C API's handles point to).
   void* (*create)(void* construction, const char* tf_op);
   void (*compute)(void* kernel, void* context);
   void (*destroy)(void* kernel);
+  // The TF_Code of a plugin error code: the adapter's one table (device.cc).
+  int (*tf_code)(int32_t ud_error_code);
 };
 
 // Exported by the variable-op library: registers its kernels for bridge->device_type.

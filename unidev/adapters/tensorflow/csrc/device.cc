@@ -1,209 +1,13 @@
 // device.cc — SE_InitPlugin: a TF PluggableDevice whose memory, streams and events are a unidev
 // plugin's. TF aborts the process when SE_InitPlugin fails, so a plugin that cannot be used is
-// reported on stderr and registered with zero devices instead of failing.
-#include <dlfcn.h>
-#include <link.h>
-
+// registered with zero devices instead (plugin.cc says why on stderr).
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "udtf.h"
-
-extern "C" __attribute__((visibility("default"))) const char udtf_device_type[] = UDTF_TYPE;
-extern "C" __attribute__((visibility("default"))) int udtf_claimed = 0;
-
-namespace udtf {
-namespace {
-
-std::mutex g_mu;
-std::vector<UD_Stream> g_streams;
-
-// The plugin's library is what unidev's discovery finds now (`unidev list`'s answer), asked
-// through the Python that runs TF: unidev.adapters.tensorflow.resolve.library(). Python's C API
-// is looked up at run time, so the adapter links no libpython. Returns "OK <path>", "OFF <why>"
-// (switched off by the user) or "ERR <why>".
-std::string resolve() {
-  using Obj = void*;
-  auto sym = [](const char* n) { return dlsym(RTLD_DEFAULT, n); };
-  auto initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
-  auto ensure = reinterpret_cast<int (*)()>(sym("PyGILState_Ensure"));
-  auto release = reinterpret_cast<void (*)(int)>(sym("PyGILState_Release"));
-  auto import = reinterpret_cast<Obj (*)(const char*)>(sym("PyImport_ImportModule"));
-  auto call = reinterpret_cast<Obj (*)(Obj, const char*, const char*, ...)>(
-      sym("PyObject_CallMethod"));
-  auto utf8 = reinterpret_cast<const char* (*)(Obj)>(sym("PyUnicode_AsUTF8"));
-  auto decref = reinterpret_cast<void (*)(Obj)>(sym("Py_DecRef"));
-  auto clear = reinterpret_cast<void (*)()>(sym("PyErr_Clear"));
-  if (!initialized || !ensure || !release || !import || !call || !utf8 || !decref || !clear ||
-      !initialized())
-    return "ERR TensorFlow runs outside Python here; the adapter resolves plugins through "
-           "unidev's discovery, which needs it";
-  int gil = ensure();
-  std::string out = "ERR unidev.adapters.tensorflow.resolve is not importable in this Python";
-  if (Obj mod = import("unidev.adapters.tensorflow.resolve")) {
-    Obj res = call(mod, "library", "ss", UDTF_PLUGIN, UDTF_TYPE);
-    const char* text = res ? utf8(res) : nullptr;
-    out = text ? text : "ERR unidev's resolver failed";
-    if (res) decref(res);
-    decref(mod);
-  }
-  clear();
-  release(gil);
-  return out;
-}
-
-// TF's oneDNN graph and eager rewrites treat every device whose name contains "CPU" as its
-// CPU and swap in _Mkl* ops that have no kernels here, so such a type works only without them.
-bool onednn_conflict() {
-  const char* v = std::getenv("TF_ENABLE_ONEDNN_OPTS");
-  bool off = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0);
-  return std::strstr(UDTF_TYPE, "CPU") != nullptr && !off;
-}
-
-void load(Plugin& p) {
-  if (onednn_conflict()) {
-    p.error = "its device type contains 'CPU', which TF's oneDNN rewrites claim; rename the "
-              "plugin's tf_type or set TF_ENABLE_ONEDNN_OPTS=0";
-    return;
-  }
-  std::string found = resolve();
-  if (found.compare(0, 3, "OK ") != 0) {
-    p.off = found.compare(0, 4, "OFF ") == 0;
-    p.error = found.substr(found.find(' ') + 1);
-    return;
-  }
-  const std::string lib = found.substr(3);
-  void* dl = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!dl) {
-    const char* e = dlerror();
-    p.error = "cannot load " + lib + ": " + (e ? e : "?") +
-              " (reinstall the plugin, then run `unidev build tensorflow`)";
-    return;
-  }
-  auto get = reinterpret_cast<UD_GetApiFn>(dlsym(dl, UD_ENTRY_POINT));
-  const UD_Api* api = get ? get() : nullptr;
-  if (!api) {
-    p.error = lib + " has no usable " UD_ENTRY_POINT "()";
-    return;
-  }
-  if (api->abi_major != UD_ABI_MAJOR || api->struct_size < sizeof(UD_Api)) {
-    p.error = "plugin ABI " + std::to_string(api->abi_major) + "." +
-              std::to_string(api->abi_minor) + " does not match this adapter's " +
-              std::to_string(UD_ABI_MAJOR) + "." + std::to_string(UD_ABI_MINOR);
-    return;
-  }
-  const void* required[] = {
-      (void*)api->error_code,       (void*)api->error_message,      (void*)api->error_destroy,
-      (void*)api->device_count,     (void*)api->device_memory_info, (void*)api->device_synchronize,
-      (void*)api->mem_alloc,        (void*)api->mem_free,           (void*)api->memcpy_h2d,
-      (void*)api->memcpy_d2h,       (void*)api->memcpy_d2d,         (void*)api->memset,
-      (void*)api->stream_create,    (void*)api->stream_synchronize, (void*)api->stream_wait_event,
-      (void*)api->event_create,     (void*)api->event_destroy,      (void*)api->event_record,
-      (void*)api->event_query,      (void*)api->event_synchronize,  (void*)api->kernel_lookup};
-  for (const void* f : required)
-    if (!f) {
-      p.error = "the plugin leaves a UD_Api function the TF adapter needs NULL";
-      return;
-    }
-  int32_t n = 0;
-  const char* reason = nullptr;
-  UD_Error* err = api->device_count(&n, &reason);
-  if (err) {
-    p.error = std::string("device_count failed: ") + api->error_message(err);
-    api->error_destroy(err);
-    return;
-  }
-  if (n <= 0) {
-    p.error = reason ? reason : "the plugin reports no devices";
-    return;
-  }
-  p.api = api;
-  p.devices = n;
-  std::lock_guard<std::mutex> g(g_mu);
-  g_streams.assign(n, nullptr);
-}
-
-// TF crashes when a second copy of an adapter registers the same platform (the installed one
-// plus one on TF_PLUGGABLE_DEVICE_LIBRARY_PATH, say). The first copy loaded claims the type;
-// later copies find the claim among the loaded libraries and stand down.
-int claimed_elsewhere(dl_phdr_info* info, size_t, void*) {
-  void* h = info->dlpi_name && *info->dlpi_name ? dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD)
-                                                : nullptr;
-  if (!h) return 0;
-  auto* type = static_cast<const char*>(dlsym(h, "udtf_device_type"));
-  auto* claimed = static_cast<const int*>(dlsym(h, "udtf_claimed"));
-  int hit = type && claimed && claimed != &udtf_claimed && *claimed &&
-            std::strcmp(type, UDTF_TYPE) == 0;
-  dlclose(h);
-  return hit;
-}
-
-}  // namespace
-
-bool duplicate() {
-  static const bool dup = [] {
-    if (dl_iterate_phdr(claimed_elsewhere, nullptr)) return true;
-    udtf_claimed = 1;
-    return false;
-  }();
-  return dup;
-}
-
-Plugin& plugin() {
-  static Plugin p;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (duplicate()) {
-      p.error = "another copy of this adapter is already loaded";
-      std::fprintf(stderr, "unidev: ignoring a second TensorFlow adapter for %s\n", UDTF_TYPE);
-      return;
-    }
-    load(p);
-    if (p.devices == 0 && !p.off)
-      std::fprintf(stderr, "unidev: TensorFlow device %s is disabled: %s\n", UDTF_TYPE,
-                   p.error.c_str());
-  });
-  return p;
-}
-
-TF_Code tf_code(UD_ErrorCode code) {
-  switch (code) {
-    case UD_ERR_INVALID_ARGUMENT: return TF_INVALID_ARGUMENT;
-    case UD_ERR_OUT_OF_MEMORY: return TF_RESOURCE_EXHAUSTED;
-    case UD_ERR_UNSUPPORTED: return TF_UNIMPLEMENTED;
-    default: return TF_INTERNAL;
-  }
-}
-
-bool check(UD_Error* err, TF_Status* status, const std::string& what) {
-  if (!err) return true;
-  const UD_Api* api = plugin().api;
-  std::string msg = what + " on " UDTF_TYPE ": " + api->error_message(err);
-  TF_SetStatus(status, tf_code(api->error_code(err)), msg.c_str());
-  api->error_destroy(err);
-  return false;
-}
-
-UD_Stream device_stream(int32_t device, TF_Status* status) {
-  Plugin& p = plugin();
-  if (device < 0 || device >= p.devices) {
-    TF_SetStatus(status, TF_INVALID_ARGUMENT, "unidev: device index out of range");
-    return nullptr;
-  }
-  std::lock_guard<std::mutex> g(g_mu);
-  if (!g_streams[device]) {
-    UD_Stream s = nullptr;
-    if (!check(p.api->stream_create(device, &s), status, "stream_create")) return nullptr;
-    g_streams[device] = s;
-  }
-  return g_streams[device];
-}
-
-}  // namespace udtf
 
 namespace {
 
@@ -348,34 +152,49 @@ void memcpy_htod(const SP_Device*, SP_Stream s, SP_DeviceMemoryBase* dst, const 
                  uint64_t size, TF_Status* status) {
   check(api()->memcpy_h2d(s->stream, handle(dst), src, size), status, "memcpy_h2d");
 }
-// Copies between two devices of a plugin that cannot copy across devices go through the host:
-// the contract does not say which device a handle belongs to, so the destination is tried on
-// each other device's stream until one accepts it.
-void staged_dtod(UD_Stream src_stream, int32_t src_dev, UD_Handle dst, UD_Handle src,
-                 uint64_t size, TF_Status* status) {
-  std::vector<char> buf(size);
-  if (!check(api()->memcpy_d2h(src_stream, buf.data(), src, size), status, "memcpy_d2d") ||
-      !check(api()->stream_synchronize(src_stream), status, "memcpy_d2d"))
-    return;
-  for (int32_t d = 0; d < plugin().devices; d++) {
-    UD_Stream st = d == src_dev ? nullptr : udtf::device_stream(d, status);
-    if (!st) continue;
-    UD_Error* e = api()->memcpy_h2d(st, dst, buf.data(), size);
-    if (!e) {
-      check(api()->stream_synchronize(st), status, "memcpy_d2d");
-      return;
-    }
-    api()->error_destroy(e);
-  }
-  TF_SetStatus(status, TF_INTERNAL, "memcpy_d2d on " UDTF_TYPE ": no device accepts the target");
+// The device owning an allocation (or an offset inside it), from the plugin (ABI 1.1).
+bool owner(UD_Handle h, const char* what, int32_t* device, TF_Status* status) {
+  return check(api()->mem_device(h, device), status, std::string("memcpy_d2d: mem_device(") +
+                                                         what + ")");
 }
 
-void dtod(UD_Stream st, int32_t dev, UD_Handle dst, UD_Handle src, uint64_t size, bool sync,
+// A copy between two devices of a plugin that cannot copy across devices goes through the host:
+// out of the source's device, into the destination's, each on its device's stream.
+void staged_dtod(int32_t src_dev, int32_t dst_dev, UD_Handle dst, UD_Handle src, uint64_t size,
+                 TF_Status* status) {
+  std::vector<char> buf(size);
+  UD_Stream from = udtf::device_stream(src_dev, status);
+  if (!from || !check(api()->memcpy_d2h(from, buf.data(), src, size), status, "memcpy_d2d") ||
+      !check(api()->stream_synchronize(from), status, "memcpy_d2d"))
+    return;
+  UD_Stream to = udtf::device_stream(dst_dev, status);
+  if (to && check(api()->memcpy_h2d(to, dst, buf.data(), size), status, "memcpy_d2d"))
+    check(api()->stream_synchronize(to), status, "memcpy_d2d");
+}
+
+// TF copies between two devices of one platform with memcpy_dtod on one of them. A plugin that
+// refuses it (an invalid argument: another device's handle) is asked which devices own the two
+// buffers (mem_device, ABI 1.1); a 1.0 plugin cannot say, so the copy fails with the reason.
+void dtod(UD_Stream st, UD_Handle dst, UD_Handle src, uint64_t size, bool sync,
           TF_Status* status) {
   UD_Error* e = api()->memcpy_d2d(st, dst, src, size);
   if (e && plugin().devices > 1 && api()->error_code(e) == UD_ERR_INVALID_ARGUMENT) {
-    api()->error_destroy(e);
-    return staged_dtod(st, dev, dst, src, size, status);
+    if (!UD_API_HAS(api(), mem_device)) {
+      std::string msg = std::string("memcpy_d2d on " UDTF_TYPE ": ") + api()->error_message(e) +
+                        "; if the buffers are on two devices, copying between them needs the "
+                        "plugin's mem_device (unidev ABI 1.1), which this plugin (ABI " +
+                        std::to_string(api()->abi_major) + "." +
+                        std::to_string(api()->abi_minor) + ") lacks";
+      api()->error_destroy(e);
+      return TF_SetStatus(status, TF_INVALID_ARGUMENT, msg.c_str());
+    }
+    int32_t from = -1, to = -1;
+    if (owner(src, "source", &from, status) && owner(dst, "destination", &to, status) &&
+        from != to) {
+      api()->error_destroy(e);
+      return staged_dtod(from, to, dst, src, size, status);
+    }
+    if (TF_GetCode(status) != TF_OK) return api()->error_destroy(e);
   }
   if (check(e, status, "memcpy_d2d") && sync)
     check(api()->stream_synchronize(st), status, "memcpy_d2d");
@@ -383,7 +202,7 @@ void dtod(UD_Stream st, int32_t dev, UD_Handle dst, UD_Handle src, uint64_t size
 
 void memcpy_dtod(const SP_Device*, SP_Stream s, SP_DeviceMemoryBase* dst,
                  const SP_DeviceMemoryBase* src, uint64_t size, TF_Status* status) {
-  dtod(s->stream, s->device, handle(dst), handle(src), size, false, status);
+  dtod(s->stream, handle(dst), handle(src), size, false, status);
 }
 // The synchronous copies run on the device's stream, so they follow all work enqueued before.
 void sync_dtoh(const SP_Device* d, void* dst, const SP_DeviceMemoryBase* src, uint64_t size,
@@ -401,7 +220,7 @@ void sync_htod(const SP_Device* d, SP_DeviceMemoryBase* dst, const void* src, ui
 void sync_dtod(const SP_Device* d, SP_DeviceMemoryBase* dst, const SP_DeviceMemoryBase* src,
                uint64_t size, TF_Status* status) {
   if (UD_Stream st = udtf::device_stream(d->ordinal, status))
-    dtod(st, d->ordinal, handle(dst), handle(src), size, true, status);
+    dtod(st, handle(dst), handle(src), size, true, status);
 }
 void fill(SP_Stream s, SP_DeviceMemoryBase* dst, uint64_t pattern, uint32_t elem, uint64_t bytes,
           TF_Status* status) {
@@ -490,16 +309,8 @@ extern "C" __attribute__((visibility("default"))) void SE_InitPlugin(
     SE_PlatformRegistrationParams* params, TF_Status* status) {
   plugin();  // loads and validates the plugin; failures leave zero devices, never an error
   params->platform->struct_size = SP_PLATFORM_STRUCT_SIZE;
-  // A duplicate registers an inert platform under a name of its own (letters from its address).
-  static std::string name = [] {
-    if (!udtf::duplicate()) return std::string(UDTF_TYPE);
-    std::string n = "UNIDEV_DUPLICATE_" UDTF_TYPE "_";
-    for (uintptr_t a = reinterpret_cast<uintptr_t>(&udtf_claimed) >> 4; a; a /= 26)
-      n += char('A' + a % 26);
-    return n;
-  }();
-  params->platform->name = name.c_str();
-  params->platform->type = name.c_str();
+  params->platform->name = udtf::platform_name();
+  params->platform->type = udtf::platform_name();
   params->platform->supports_unified_memory = false;
   // TF's BFC allocator sub-allocates from large plugin allocations (handle + offset); growth
   // mode asks the plugin for memory only as it is needed.

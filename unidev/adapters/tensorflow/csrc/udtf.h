@@ -28,10 +28,13 @@ struct Plugin {
 Plugin& plugin();
 // True in a second copy of the same adapter loaded into one process (it then stays inert).
 bool duplicate();
+// The platform's name: UDTF_TYPE, or an inert name of its own in a duplicate.
+const char* platform_name();
 // The device's shared stream, created on first use; nullptr with `status` set on failure.
 UD_Stream device_stream(int32_t device, TF_Status* status);
 // Moves a plugin error into `status` ("<what>: <message>") and frees it; false if there was one.
 bool check(UD_Error* err, TF_Status* status, const std::string& what);
+// The TF_Code of a plugin error code (generated from unidev/contract/errors.py; kernel.cc).
 TF_Code tf_code(UD_ErrorCode code);
 // Why a kernel for TF op `op` with type constraints (attr, TF_DataType) and host-memory
 // arguments `host` contradicts the op's definition in the running TF; empty if it does not.

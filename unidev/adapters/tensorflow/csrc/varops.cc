@@ -19,18 +19,16 @@
 namespace tensorflow {
 namespace {
 
-int dtype_index(DataType t) {
+// ops.h's dtype id of the TF dtypes these kernels serve, -1 for others.
+int dtype_id(DataType t) {
   switch (t) {
-    case DT_FLOAT: return 0;
-    case DT_DOUBLE: return 1;
-    case DT_INT32: return 2;
-    case DT_INT64: return 3;
+    case DT_FLOAT: return UD_DT_FLOAT32;
+    case DT_DOUBLE: return UD_DT_FLOAT64;
+    case DT_INT32: return UD_DT_INT32;
+    case DT_INT64: return UD_DT_INT64;
     default: return -1;
   }
 }
-
-const UD_DType kTypes[4] = {
-    {UD_DTYPE_FLOAT, 32, 1}, {UD_DTYPE_FLOAT, 64, 1}, {UD_DTYPE_INT, 32, 1}, {UD_DTYPE_INT, 64, 1}};
 
 struct View {
   UD_Tensor t{};
@@ -39,7 +37,7 @@ struct View {
     t.handle = reinterpret_cast<UD_Handle>(x.data());
     t.device = {UD_DLPACK_EXT_DEV, device};
     t.ndim = x.dims();
-    t.dtype = kTypes[dtype_index(x.dtype())];
+    t.dtype = ud_dtype_of(dtype_id(x.dtype()));
     int64_t s = 1;
     for (int i = t.ndim - 1; i >= 0; i--) {
       shape[i] = x.dim_size(i);
@@ -56,9 +54,9 @@ bool succeeded(OpKernelContext* ctx, const UdtfBridge* b, const std::string& nam
   if (!e) return true;
   const UD_Api* api = b->api;
   std::string msg = name + " on " + b->device_type + ": " + api->error_message(e);
-  bool oom = api->error_code(e) == UD_ERR_OUT_OF_MEMORY;
+  auto code = static_cast<absl::StatusCode>(b->tf_code(api->error_code(e)));
   api->error_destroy(e);
-  ctx->SetStatus(oom ? errors::ResourceExhausted(msg) : errors::Internal(msg));
+  ctx->SetStatus(absl::Status(code, msg));
   return false;
 }
 
@@ -97,7 +95,7 @@ class VariableUpdate : public OpKernel {
                     " and shape ", cur->shape().DebugString(), " with a value of dtype ",
                     DataTypeString(value.dtype()), " and shape ", value.shape().DebugString(),
                     "; dtypes and shapes must be equal"));
-    int di = dtype_index(cur->dtype());
+    int di = dtype_id(cur->dtype());
     UD_KernelFn fn = di < 0 ? nullptr : (sign_ > 0 ? bridge_->add[di] : bridge_->sub[di]);
     OP_REQUIRES(ctx, fn, errors::Unimplemented(name(), ": the plugin has no kernel for ",
                                                DataTypeString(cur->dtype())));
@@ -157,7 +155,7 @@ class SameShape : public OpKernel {
     UD_Tensor ins[2] = {vx.t, vy.t};
     UD_KernelArgs args{sizeof(UD_KernelArgs), sp->device, sp->stream, ins, 2, &vo.t, 1, &attr,
                        alpha_ ? 1 : 0};
-    succeeded(ctx, bridge_, name(), fns_[dtype_index(x.dtype())](&args));
+    succeeded(ctx, bridge_, name(), fns_[dtype_id(x.dtype())](&args));
   }
 
  private:
@@ -192,15 +190,15 @@ extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops
   } ops[] = {{"AssignAddVariableOp", "dtype", 1, false},
              {"AssignSubVariableOp", "dtype", -1, false},
              {"ResourceApplyGradientDescent", "T", -1, true}};
-  const DataType types[4] = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
+  const DataType types[] = {DT_FLOAT, DT_DOUBLE, DT_INT64};  // int32 lives in host memory
   int n = 0;
   for (const Op& op : ops)
-    for (int d = 0; d < 4; d++) {
-      // int32 lives in host memory and the descent op is for floats only.
-      if (d == 2 || (op.apply && d > 1)) continue;
+    for (int i = 0; i < 3; i++) {
+      const int d = dtype_id(types[i]);
+      if (op.apply && i > 1) continue;  // the descent op is for floats only
       if (!(op.sign > 0 ? bridge->add[d] : bridge->sub[d])) continue;
       KernelDefBuilder b(op.name);
-      b.Device(bridge->device_type).TypeConstraint(op.type_attr, types[d]);
+      b.Device(bridge->device_type).TypeConstraint(op.type_attr, types[i]);
       b.HostMemory(op.apply ? "var" : "resource");
       if (op.apply) b.HostMemory("alpha");
       // The registrar keeps the definition and the factory for the life of the process.
@@ -219,10 +217,10 @@ extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops
   } same_shape[] = {{"AddV2", bridge->add, true}, {"Sub", bridge->sub, true},
                     {"Mul", bridge->mul, false}};
   for (const auto& op : same_shape)
-    for (int d = 0; d < 2 && bridge->create; d++) {
-      if (!op.fns[d]) continue;
+    for (int i = 0; i < 2 && bridge->create; i++) {
+      if (!op.fns[dtype_id(types[i])]) continue;
       KernelDefBuilder b(op.name);
-      b.Device(bridge->device_type).TypeConstraint("T", types[d]).Priority(1);
+      b.Device(bridge->device_type).TypeConstraint("T", types[i]).Priority(1);
       auto make = [=](OpKernelConstruction* c) {
         return new SameShape(c, bridge, op.fns, op.alpha);
       };
