@@ -163,11 +163,11 @@ static UD_Error* ew_kernel(const EwOp* op, const UD_KernelArgs* a) {
   double p[2] = {0, 0};
   for (int i = 0; i < info->num_attrs && i < 2; i++) {
     int choice = 0;
-    if (a->attrs[i].type == UD_ATTR_STRING) UD_KIT_TRY(ud_x86_choice(op->op, a, i, &choice));
+    if (a->attrs[i].type == UD_ATTR_STRING) UD_KIT_TRY(ud_kit_check_choice(op->op, a, i, &choice));
     p[i] = a->attrs[i].type == UD_ATTR_FLOAT ? a->attrs[i].value.f : choice;
   }
   if ((UD_DTM_INT32 | UD_DTM_INT64) >> dt & 1) /* the dtypes that restrict scalars (alpha) */
-    UD_KIT_TRY(ud_x86_check_scalars(op->op, a, a->inputs[0].dtype));
+    UD_KIT_TRY(ud_kit_check_scalars(op->op, a, a->inputs[0].dtype));
   ud_x86_map(op->fns[dt], a->num_inputs + 1, views, p);
   return NULL;
 }

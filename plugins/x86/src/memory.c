@@ -33,7 +33,7 @@ static UD_Error* fill(int op, const UD_KernelArgs* a) {
   UD_KIT_TRY(ud_x86_check_args(op, a));
   const UD_Tensor* y = &a->outputs[UD_OUT_FILL_Y];
   UD_KIT_TRY(ud_kit_check_dtype_in(ud_op_info(op)->name, "y", y, UD_X86_ALL, NULL));
-  UD_KIT_TRY(ud_x86_check_scalars(op, a, y->dtype));
+  UD_KIT_TRY(ud_kit_check_scalars(op, a, y->dtype));
   ud_x86_fill_view(y, op == UD_OP_FILL ? a->attrs[UD_ATTR_FILL_VALUE].value.f : 0.0);
   return NULL;
 }
@@ -145,7 +145,7 @@ static UD_Error* k_pad_constant(const UD_KernelArgs* a) {
                    "extent %lld", k, (long long)lo, (long long)hi, (long long)y->shape[k]);
     offset += (uint64_t)(lo * y->strides[k] * ud_kit_itemsize(y->dtype));
   }
-  UD_KIT_TRY(ud_x86_check_scalars(UD_OP_PAD_CONSTANT, a, x->dtype));
+  UD_KIT_TRY(ud_kit_check_scalars(UD_OP_PAD_CONSTANT, a, x->dtype));
   ud_x86_fill_view(y, a->attrs[UD_ATTR_PAD_CONSTANT_VALUE].value.f);
   UD_Tensor inner = *y;
   inner.shape = x->shape;

@@ -209,7 +209,7 @@ static UD_Error* nll_check(int id, const UD_KernelArgs* a, int bw, Nll* L) {
                   &in[UD_IN_NLL_LOSS_WEIGHT], &a->outputs[UD_OUT_NLL_LOSS_LOSS],
                   &a->outputs[UD_OUT_NLL_LOSS_TOTAL_WEIGHT], 0, 0};
   const UD_Tensor *logp = L->logp, *target = L->target;
-  UD_KIT_TRY(ud_x86_choice(id, a, UD_ATTR_NLL_LOSS_REDUCTION, &L->reduction));
+  UD_KIT_TRY(ud_kit_check_choice(id, a, UD_ATTR_NLL_LOSS_REDUCTION, &L->reduction));
   UD_KIT_TRY(ud_kit_check_dtype_in(op, "logp", logp, UD_X86_FLOAT, NULL));
   UD_KIT_REQUIRE(logp->ndim == 1 || logp->ndim == 2, UD_ERR_INVALID_ARGUMENT,
                  "%s: 'logp' has ndim %d, expected [N, C] or [C]", op, logp->ndim);
@@ -272,7 +272,7 @@ static UD_Error* mse_kernel(int id, const UD_KernelArgs* a, int backward) {
   int dt, red;
   UD_KIT_TRY(ud_x86_check_args(id, a));
   UD_X86_SAME_POS(UD_ATTR_MSE_LOSS_REDUCTION, UD_ATTR_MSE_LOSS_BACKWARD_REDUCTION);
-  UD_KIT_TRY(ud_x86_choice(id, a, UD_ATTR_MSE_LOSS_REDUCTION, &red));
+  UD_KIT_TRY(ud_kit_check_choice(id, a, UD_ATTR_MSE_LOSS_REDUCTION, &red));
   const UD_Tensor* x = &a->inputs[backward ? UD_IN_MSE_LOSS_BACKWARD_X : UD_IN_MSE_LOSS_X];
   const UD_Tensor* t =
       &a->inputs[backward ? UD_IN_MSE_LOSS_BACKWARD_TARGET : UD_IN_MSE_LOSS_TARGET];

@@ -1,7 +1,5 @@
 /* registry.c — kernel lookup over the per-file kernel tables and the per-call argument checks,
  * both driven by the op set's tables in ops.h. */
-#include <string.h>
-
 #include "x86.h"
 
 static const UD_X86Kernel* const g_tables[] = {
@@ -41,28 +39,6 @@ const char* ud_x86_arg_name(int op, const UD_KernelArgs* a, const UD_Tensor* t) 
   const UD_OpInfo* info = ud_op_info(op);
   const int out = t >= a->outputs && t < a->outputs + a->num_outputs;
   return out ? info->output_names[t - a->outputs] : info->input_names[t - a->inputs];
-}
-
-UD_Error* ud_x86_check_scalars(int op, const UD_KernelArgs* a, UD_DType dtype) {
-  const UD_OpInfo* info = ud_op_info(op);
-  for (int i = 0; i < info->num_attrs; i++)
-    if (info->attrs[i].scalar != UD_SCALAR_NONE)
-      UD_KIT_TRY(ud_kit_check_scalar(info->name, info->attrs[i].name, a->attrs[i].value.f, dtype,
-                                     info->attrs[i].scalar == UD_SCALAR_INTEGRAL));
-  return NULL;
-}
-
-UD_Error* ud_x86_choice(int op, const UD_KernelArgs* a, int attr, int* out) {
-  const UD_AttrInfo* at = &ud_op_info(op)->attrs[attr];
-  const char* s = a->attrs[attr].value.s;
-  for (*out = 0; *out < at->num_choices; ++*out)
-    if (strcmp(s, at->choices[*out]) == 0) return NULL;
-  char want[256] = ""; /* 'a', 'b' or 'c' */
-  for (int i = 0; i < at->num_choices && strlen(want) < sizeof want - 64; i++)
-    snprintf(want + strlen(want), sizeof want - strlen(want), "%s'%s'",
-             !i ? "" : i == at->num_choices - 1 ? " or " : ", ", at->choices[i]);
-  return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: attribute '%s' is '%s', expected %s",
-                      ud_op_info(op)->name, at->name, s, want);
 }
 
 UD_Error* ud_x86_axis(const char* op, int64_t axis, int ndim, int* out) {

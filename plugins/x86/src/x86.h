@@ -45,11 +45,6 @@ UD_Error* ud_x86_check_device(const char* fn, int32_t device); /* device 0 only 
 UD_Error* ud_x86_check_args(int op, const UD_KernelArgs* a);
 /* The op-set name of tensor `t`, one of a's inputs or outputs (ops without a variadic input). */
 const char* ud_x86_arg_name(int op, const UD_KernelArgs* a, const UD_Tensor* t);
-/* Every float attribute the op set marks as a number of the op's dtype (fill's value, add's
- * alpha, ...) is one a `dtype` can hold (ud_kit_check_scalar). */
-UD_Error* ud_x86_check_scalars(int op, const UD_KernelArgs* a, UD_DType dtype);
-/* The index of string attribute `attr` of `op` among the op set's choices for it. */
-UD_Error* ud_x86_choice(int op, const UD_KernelArgs* a, int attr, int* out);
 /* The axis attribute normalized to [0, ndim) (negative counts from the end). */
 UD_Error* ud_x86_axis(const char* op, int64_t axis, int ndim, int* out);
 /* Compile-time check that an op family's shared kernel may read op `b`'s argument at op `a`'s
