@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from unidev.adapters.tensorflow import build, ops
-from unidev.core import discovery, opset
+from unidev.contract import opset
+from unidev.core import discovery
 
 HERE = Path(__file__).resolve().parent
 CSRC = Path(build.__file__).resolve().parent / "csrc"
