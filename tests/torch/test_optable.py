@@ -54,6 +54,12 @@ def test_every_kind_is_registered_by_exactly_one_file():
             assert f" k_{kind}(" in source, (file, kind)
 
 
+def test_every_source_file_is_compiled_once():
+    compiled = [f for files in build.UNITS.values() for f in files]
+    on_disk = sorted(p.relative_to(build.CSRC).as_posix() for p in build.CSRC.rglob("*.cpp"))
+    assert sorted(compiled) == on_disk
+
+
 def test_cpp_registered_exactly_the_table(dev):
     registered = set(ut.registered_ops())
     assert {a for a, _, _ in _optable.TABLE} <= registered

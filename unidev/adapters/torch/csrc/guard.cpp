@@ -15,7 +15,7 @@ thread_local c10::DeviceIndex tls_device = 0;
 namespace {
 
 constexpr int kMaxStreams = 32;  // per device; getNewStream reuses them round-robin beyond that
-std::mutex g_mu;                 // stream creation
+std::mutex g_stream_mu;          // stream creation
 std::atomic<UD_Stream> g_streams[kMaxDevices][kMaxStreams];
 std::atomic<int> g_num_streams[kMaxDevices];
 thread_local std::array<int64_t, kMaxDevices> tls_stream{};
@@ -128,7 +128,7 @@ UD_Stream stream_at(c10::DeviceIndex dev, int64_t id) {
                     "unidev: invalid stream ", id, " on device ", int(dev));
   UD_Stream s = g_streams[dev][id].load(std::memory_order_acquire);
   if (s) return s;
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(g_stream_mu);
   check_index(dev);
   s = g_streams[dev][id].load();
   if (!s) {

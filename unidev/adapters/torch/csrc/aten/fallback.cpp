@@ -12,7 +12,7 @@ namespace unidev_torch {
 namespace {
 
 std::atomic<int> g_mode{0};  // 0: count, 1: warn once per op, 2: raise
-std::mutex g_mu;
+std::mutex g_counts_mu;
 std::map<std::string, int64_t> g_counts;
 
 const std::string& device_name() {
@@ -50,17 +50,17 @@ void check_written(const c10::FunctionSchema& s, const torch::jit::Stack& stack)
 }  // namespace
 
 int64_t count_fallback(const std::string& op) {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(g_counts_mu);
   return ++g_counts[op];
 }
 
 std::map<std::string, int64_t> fallback_counts() {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(g_counts_mu);
   return g_counts;
 }
 
 void reset_fallbacks() {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(g_counts_mu);
   g_counts.clear();
 }
 
