@@ -40,8 +40,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import unidev  # noqa: E402
+from unidev.contract import opset  # noqa: E402
 from unidev.core import ops as uops  # noqa: E402
-from unidev.core import opset, shapes  # noqa: E402
+from unidev.core import shapes  # noqa: E402
 from unidev.core.errors import UnsupportedError  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from unidev.conformance import cases
-from unidev.core import opset
+from unidev.contract import opset
 
 
 def test_suite_passes_on_testplugin(subprocess_env, tmp_path):

@@ -9,7 +9,8 @@ import pytest
 
 import unidev
 from unidev import DeviceArray, ops
-from unidev.core import discovery, opset, reference
+from unidev.contract import opset
+from unidev.core import discovery, reference
 
 
 def need(dev: str, *ops_: str, dtype: str = "float32") -> None:

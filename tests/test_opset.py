@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from unidev.core import dtypes, opset, shapes
+from unidev.contract import dtypes, opset
+from unidev.core import shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,3 +40,24 @@ def test_every_op_is_well_formed():
         for a in op.attrs:
             if a.choices:
                 assert a.default in a.choices, (op.name, a.name)
+
+
+def test_old_import_paths_still_work_for_one_release() -> None:
+    """unidev.core.{opset,...} are the contract's modules; unidev.plugins warns and re-exports."""
+    import importlib
+    import sys
+    import warnings
+
+    import unidev.contract.opset
+    import unidev.core.opset
+    import unidev.kit
+
+    assert unidev.core.opset is unidev.contract.opset
+    sys.modules.pop("unidev.plugins", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("unidev.plugins")
+    assert any(issubclass(w.category, DeprecationWarning) and "unidev.kit" in str(w.message)
+               for w in caught)
+    assert old.hookimpl is unidev.kit.hookimpl and old.include_dir() == unidev.kit.include_dir()
+    assert old.scaffold is importlib.import_module("unidev.kit.scaffold")

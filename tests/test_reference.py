@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from unidev.core import opset, reference
+from unidev.contract import opset
+from unidev.core import reference
 from unidev.core.errors import InvalidArgumentError
 
 torch = pytest.importorskip("torch")

@@ -6,7 +6,7 @@ import torch
 
 import unidev.torch as ut
 from unidev.adapters.torch import _optable, build
-from unidev.core import opset
+from unidev.contract import opset
 
 
 def _schema(aten: str):

@@ -9,7 +9,8 @@ import pytest
 
 from unidev import _C
 from unidev.conformance import abi
-from unidev.core import discovery, dtypes, opset
+from unidev.contract import dtypes, opset
+from unidev.core import discovery
 
 _KNOWN_CAPS = 0x1 | 0x2
 

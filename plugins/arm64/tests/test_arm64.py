@@ -93,7 +93,7 @@ def test_qemu_conformance() -> None:
                         .read_text())
     assert report["versions"]["platform"] == "Linux aarch64"
     matrix = report["matrix"]
-    from unidev.core import opset
+    from unidev.contract import opset
 
     for op in opset.OPS.values():
         if op.tier <= 2 and "float32" in op.dtypes:

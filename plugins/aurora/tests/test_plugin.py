@@ -12,7 +12,8 @@ from aurora_testutil import run_python
 
 import unidev
 from unidev.conformance import abi
-from unidev.core import errors, opset, reference
+from unidev.contract import opset
+from unidev.core import errors, reference
 from unidev.core import ops as uops
 
 F32 = "float32"

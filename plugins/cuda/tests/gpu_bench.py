@@ -21,7 +21,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from unidev.core import ops, opset  # noqa: E402
+from unidev.contract import opset  # noqa: E402
+from unidev.core import ops  # noqa: E402
 from unidev.core.array import DeviceArray  # noqa: E402
 from unidev.core.device import device as parse_device  # noqa: E402
 

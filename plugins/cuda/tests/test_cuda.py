@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import unidev_cuda
 
-from unidev.core import dtypes, opset
+from unidev.contract import dtypes, opset
 
 # ---- the C ABI, mirrored for ctypes (unidev.h) ---------------------------------------------------
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import unidev
+from unidev.contract import opset
 from unidev.core import ops as uops
-from unidev.core import opset, reference
+from unidev.core import reference
 from unidev.core.errors import InvalidArgumentError
 
 DEV = "x86:0"

@@ -99,7 +99,7 @@ def test_spec_and_library() -> None:
 
 
 def test_every_tier_op_has_a_float32_kernel(api) -> None:
-    from unidev.core import opset
+    from unidev.contract import opset
     for op in opset.OPS.values():
         for dtype in op.dtypes:
             assert api.lookup(op.name, dtype) is not None, f"{op.name}[{dtype}]"
