@@ -50,17 +50,8 @@ void lookup_kernels(const UD_Api* api) {
       }
   for (int op = 0; op < UD_OP_COUNT; op++) {
     const UD_OpInfo* info = ud_op_info(op);
-    for (int k = 0; k < info->num_attrs && k < kMaxAttrs; k++) {
-      const UD_AttrInfo& a = info->attrs[k];
-      UD_Attr& d = g_defaults[op][k];
-      d.name = a.name;
-      d.type = a.type;
-      if (a.type == UD_ATTR_INT) d.value.i = a.i;
-      else if (a.type == UD_ATTR_FLOAT) d.value.f = a.f;
-      else if (a.type == UD_ATTR_BOOL) d.value.b = a.b;
-      else if (a.type == UD_ATTR_STRING) d.value.s = a.s;
-      else d.value.ints = {a.ints, a.ints_len};
-    }
+    for (int k = 0; k < info->num_attrs && k < kMaxAttrs; k++)
+      g_defaults[op][k] = ud_attr_default(&info->attrs[k]);
   }
 }
 

@@ -37,17 +37,7 @@ void bind_kernels(Plugin& p) {
       if (err) p.api->error_destroy(err);
       else p.kernels[op][d] = fn;
     }
-    for (int k = 0; k < info->num_attrs; ++k) {
-      const UD_AttrInfo& def = info->attrs[k];
-      UD_Attr& a = p.defaults[op][k];
-      a.name = def.name;
-      a.type = def.type;
-      if (def.type == UD_ATTR_FLOAT) a.value.f = def.f;
-      else if (def.type == UD_ATTR_INT) a.value.i = def.i;
-      else if (def.type == UD_ATTR_BOOL) a.value.b = def.b;
-      else if (def.type == UD_ATTR_STRING) a.value.s = def.s;
-      else a.value.ints = {def.ints, def.ints_len};
-    }
+    for (int k = 0; k < info->num_attrs; ++k) p.defaults[op][k] = ud_attr_default(&info->attrs[k]);
   }
 }
 

@@ -1201,6 +1201,26 @@ static inline int ud_op_id(const char* name) {
   return -1;
 }
 
+/* an attribute holding its op-set default, as a kernel receives it when the caller
+ * sets nothing (both adapters start every call from these) */
+static inline UD_Attr ud_attr_default(const UD_AttrInfo* info) {
+  UD_Attr a;
+  memset(&a, 0, sizeof a);
+  a.name = info->name;
+  a.type = info->type;
+  switch (info->type) {
+    case UD_ATTR_INT: a.value.i = info->i; break;
+    case UD_ATTR_FLOAT: a.value.f = info->f; break;
+    case UD_ATTR_BOOL: a.value.b = info->b; break;
+    case UD_ATTR_STRING: a.value.s = info->s; break;
+    case UD_ATTR_INTS:
+      a.value.ints.data = info->ints;
+      a.value.ints.len = info->ints_len;
+      break;
+  }
+  return a;
+}
+
 /* ---- error codes -> Python exception kinds (unidev/contract/errors.py) --------------------
  * VALUE: ValueError, INDEX: IndexError, NOT_IMPLEMENTED: NotImplementedError,
  * MEMORY: MemoryError (torch.OutOfMemoryError), RUNTIME: RuntimeError. */
