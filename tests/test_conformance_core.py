@@ -56,7 +56,9 @@ def test_every_op_gets_strided_offset_and_stride0_layouts_of_inputs_and_outputs(
         assert {"out-shifted", "out-gapped"} <= ids, (op.name, dtype)
         if op.inputs:
             assert {"src-shifted", "src-gapped"} <= ids, (op.name, dtype)
-            assert any(i.startswith("src-stride0") for i in ids), (op.name, dtype)
+            # inputs updated in place cannot be stride-0 views (optimizer steps: all but scalars)
+            if not all(i.mutated or i.dtypes != "same" for i in op.inputs):
+                assert any(i.startswith("src-stride0") for i in ids), (op.name, dtype)
         if any(len(c.inputs) and any(x is not None and x.ndim >= 2 for x in c.inputs)
                for c in _all(op.name, dtype)):
             assert "src-transposed" in ids or "transposed" in ids, (op.name, dtype)

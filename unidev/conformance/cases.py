@@ -462,12 +462,62 @@ def _pad(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                [ViewSpec("transposed")])
 
 
+_SGD_ATTRS = [{}, {"momentum": 0.9, "first_step": True}, {"momentum": 0.9},
+              {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01},
+              {"momentum": 0.5, "dampening": 0.3, "maximize": True, "lr": 0.5},
+              {"weight_decay": 0.1, "lr": 2.0}, {"momentum": 0.9, "lr_in_momentum": True},
+              {"momentum": 0.8, "lr_in_momentum": True, "nesterov": True}]
+_ADAM_ATTRS = [{}, {"weight_decay": 0.1, "step": 3.0}, {"weight_decay": 0.1, "decoupled": True,
+               "lr": 0.01}, {"maximize": True, "beta1": 0.5, "beta2": 0.9, "eps": 1e-3},
+               {"bias_correction": False, "nesterov": True}, {"beta1": 0.2, "step": 7.0},
+               {"beta1": 0.0, "beta2": 0.0}]
+
+
+def _optimizer(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+    """Steps over odd sizes (tails, tiles, thread chunks), every attribute path, and the AMP
+    inputs (grad_scale; found_inf 0 runs, 1 skips)."""
+    sgd = op.name == "sgd_update"
+
+    def tensors(shape, amsgrad=False):
+        x = [_values(rng, shape, dtype, "", 0), _values(rng, shape, dtype, "", 1)]
+        if sgd:
+            return x + [_values(rng, shape, dtype, "", 2)]
+        sq = [np.asarray(rng.uniform(0, 2, shape), dtype) for _ in range(2)]
+        return x + [_values(rng, shape, dtype, "", 2), sq[0], sq[1] if amsgrad else None]
+
+    def one(v):
+        return np.asarray([v], dtype)
+
+    def case(cid, shape, attrs, amsgrad=False, step=None, scale=None, inf=None):
+        ins = tensors(shape, amsgrad)
+        if sgd and not attrs.get("momentum"):
+            ins[2] = None
+        ins += ([] if sgd else [None if step is None else one(step)])
+        ins += [None if scale is None else one(scale), None if inf is None else one(inf)]
+        return Case(cid, ins, attrs, [ViewSpec()] * len(ins))
+
+    configs = _SGD_ATTRS if sgd else _ADAM_ATTRS
+    for shape in [(), (0,), (1,), (7,), (3, 5), (2, 3, 4), (1025,), (4097,), (65537,),
+                  (2 * 65536 + 3,)]:
+        yield case(f"{shape}", shape, dict(configs[1]))
+    for attrs in configs:
+        for amsgrad in ((False,) if sgd else (False, True)):
+            cid = f"(33, 7){_attr_id(attrs)}" + ("" if sgd else f"-amsgrad={amsgrad}")
+            yield case(cid, (33, 7), dict(attrs), amsgrad)
+    base = dict(configs[2])
+    yield case("grad_scale", (5, 9), base, scale=0.25, inf=0.0)
+    yield case("found_inf-skips", (5, 9), base, scale=4.0, inf=1.0)
+    if not sgd:
+        yield case("state_step", (5, 9), base, True, step=4.0)
+        yield case("state_step-large", (65537,), dict(configs[0]), step=1000.0)
+
+
 _GENERATORS = {
     "same": _elementwise, "broadcast": _elementwise, "reduce": _reduce, "matmul": _matmul,
     "gemm": _matmul, "conv2d": _conv, "conv2d_backward_input": _conv,
     "conv2d_backward_weight": _conv, "pool2d": _pool, "adaptive_pool2d": _adaptive,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm, "nll_loss": _nll,
-    "loss": _mse, "concat": _concat, "pad": _pad,
+    "loss": _mse, "concat": _concat, "pad": _pad, "optimizer": _optimizer,
 }
 
 

@@ -159,8 +159,9 @@ def _op_tables(op: opset.OpSchema) -> list[str]:
     if op.inputs:
         out += _wrap(f"  static const char* const {p}in[] = {{",
                      [_c_str(i.name) for i in op.inputs], "};", "      ")
-    out += _wrap(f"  static const char* const {p}out[] = {{",
-                 [_c_str(o.name) for o in op.outputs], "};", "      ")
+    if op.outputs:  # optimizer steps have none: they update inputs in place
+        out += _wrap(f"  static const char* const {p}out[] = {{",
+                     [_c_str(o.name) for o in op.outputs], "};", "      ")
     for a in op.attrs:
         if a.choices:
             out.append(f"  static const char* const {p}{a.name}_choices[] = {{"
@@ -191,11 +192,14 @@ def _op_row(op: opset.OpSchema) -> list[str]:
     var = [i for i, x in enumerate(op.inputs) if x.variadic]
     assert len(var) <= 1, op.name
     opt = sum(1 << i for i, x in enumerate(op.inputs) if x.optional)
+    mut = sum(1 << i for i, x in enumerate(op.inputs) if x.mutated)
     return _wrap("      {", [_c_str(op.name), str(op.tier), str(len(op.inputs)),
                              str(var[0] if var else -1), f"0x{opt:x}u",
-                             p + "in" if op.inputs else "NULL", str(len(op.outputs)), p + "out",
+                             p + "in" if op.inputs else "NULL", str(len(op.outputs)),
+                             p + "out" if op.outputs else "NULL",
                              str(len(op.attrs)), p + "attrs" if op.attrs else "NULL",
-                             _op_mask(op.dtypes), str(int(op.broadcast))], "},", "       ")
+                             _op_mask(op.dtypes), str(int(op.broadcast)), f"0x{mut:x}u"], "},",
+                 "       ")
 
 
 def _op_section() -> list[str]:
@@ -249,6 +253,7 @@ def _op_section() -> list[str]:
             "  const UD_AttrInfo* attrs;  /* in op-set order, as kernels receive them */",
             "  uint32_t dtypes;           /* UD_DTM_* of the op's dtypes (first input's) */",
             "  int32_t broadcast;         /* inputs arrive pre-broadcast to the output shape */",
+            "  uint32_t mutated_inputs;   /* bit i: the kernel updates input i in place */",
             "} UD_OpInfo;",
             "",
             "/* the signature of op `op` (a UD_OpId), NULL when out of range */",

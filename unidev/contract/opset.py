@@ -321,6 +321,48 @@ _TABLE: list[OpSchema] = [
              (Attr("pads", "ints", ()), Attr("value", "float", 0.0, scalar="value")), ALL, "pad",
              False,
              "pads = (before_0, after_0, before_1, after_1, ...), 2 * ndim values, each >= 0"),
+    # ---- tier 2: optimizer steps (every tensor updated in place; no outputs) ---------------
+    OpSchema("sgd_update", 2,
+             (Input("param", mutated=True), Input("grad", mutated=True),
+              Input("momentum_buffer", optional=True, mutated=True),
+              Input("grad_scale", optional=True, dtypes=FLOAT),
+              Input("found_inf", optional=True, dtypes=FLOAT)),
+             (), (Attr("lr", "float", 0.001), Attr("momentum", "float", 0.0),
+                  Attr("dampening", "float", 0.0), Attr("weight_decay", "float", 0.0),
+                  Attr("nesterov", "bool", False), Attr("maximize", "bool", False),
+                  Attr("first_step", "bool", False), Attr("lr_in_momentum", "bool", False)),
+             FLOAT, "optimizer", False,
+             "One SGD step, elementwise (torch's fused SGD): found_inf == 1 skips it; g = grad "
+             "/ grad_scale (written back to grad); g = -g if maximize; g += weight_decay * param; "
+             "momentum != 0 (needs momentum_buffer): buf = g if first_step else momentum * buf + "
+             "(1 - dampening) * g, g = g + momentum * buf if nesterov else buf; param -= lr * g. "
+             "lr_in_momentum (TF's ApplyKerasMomentum): the gradient enters as -lr * g and the "
+             "step is param += g. grad_scale and found_inf hold one element. All tensors have "
+             "param's shape and any strides."),
+    OpSchema("adam_update", 2,
+             (Input("param", mutated=True), Input("grad", mutated=True),
+              Input("exp_avg", mutated=True), Input("exp_avg_sq", mutated=True),
+              Input("max_exp_avg_sq", optional=True, mutated=True),
+              Input("state_step", optional=True, dtypes=FLOAT),
+              Input("grad_scale", optional=True, dtypes=FLOAT),
+              Input("found_inf", optional=True, dtypes=FLOAT)),
+             (), (Attr("lr", "float", 0.001), Attr("beta1", "float", 0.9),
+                  Attr("beta2", "float", 0.999), Attr("eps", "float", 1e-8),
+                  Attr("weight_decay", "float", 0.0), Attr("decoupled", "bool", False),
+                  Attr("maximize", "bool", False), Attr("step", "float", 1.0),
+                  Attr("bias_correction", "bool", True), Attr("nesterov", "bool", False)),
+             FLOAT, "optimizer", False,
+             "One Adam/AdamW step, elementwise (torch's fused Adam): found_inf == 1 skips it; g "
+             "= grad / grad_scale (written back to grad); g = -g if maximize; weight decay: "
+             "param *= 1 - lr * weight_decay if decoupled (AdamW) else g += weight_decay * "
+             "param; exp_avg += (1 - beta1) * (g - exp_avg); exp_avg_sq = beta2 * exp_avg_sq + "
+             "(1 - beta2) * g * g; max_exp_avg_sq present (AMSGrad): max_exp_avg_sq = "
+             "max(max_exp_avg_sq, exp_avg_sq), used for v below, else v = exp_avg_sq; t = "
+             "state_step's value (one element, on the device) if present, else the `step` "
+             "attribute; bc1 = 1 - beta1^t, bc2 = 1 - beta2^t (both 1 without bias_correction: "
+             "TF's ApplyAdam with lr folded); m = beta1 * exp_avg + (1 - beta1) * g if nesterov "
+             "(TF's use_nesterov) else exp_avg; param -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) "
+             "+ eps). All tensors have param's shape and any strides."),
 ]
 
 OPS: dict[str, OpSchema] = {op.name: op for op in _TABLE}
@@ -364,7 +406,7 @@ def markdown() -> str:
                             + (f" ({'/'.join(i.dtypes)})" if i.dtypes != "same" else "")
                             for i in op.inputs) or "—"
             outs = ", ".join(o.name + ("" if o.dtype == "same" else f" ({o.dtype})")
-                             for o in op.outputs)
+                             for o in op.outputs) or "— (updates inputs `!`)"
             attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}"
                               + (f" ({a.scalar} of the dtype)" if a.scalar else "")
                               for a in op.attrs) or "—"

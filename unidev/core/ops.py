@@ -43,7 +43,8 @@ def call_kernel(op: str, inputs: list, outputs: list, attrs: dict) -> None:
     """The plugin's kernel itself, past unidev.ops's own checks (for tests that prove a plugin
     refuses bad input the way the adapters call it); `inputs` may hold None for absent ones."""
     schema = opset.get(op)
-    dev = outputs[0].device
+    first = next(x for x in [*outputs, *inputs] if x is not None)  # optimizer steps: no outputs
+    dev = first.device
     kernel = kernel_for(dev, op, (inputs[0] if inputs else outputs[0]).dtype)
     full = normalize_attrs(schema, attrs)
     attr_list = [(a.name, a.type, full[a.name]) for a in schema.attrs]

@@ -773,6 +773,75 @@ def _pad_constant(x: np.ndarray, *, pads: tuple, value: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------
+# optimizer steps: in place, in the op's dtype, in the order torch's fused CPU kernels round
+# ------------------------------------------------------------------------------------------------
+
+def _one(t: np.ndarray | None) -> float | None:
+    return None if t is None else float(t.reshape(-1)[0])
+
+
+def _unscaled(grad: np.ndarray, grad_scale: np.ndarray | None, maximize: bool) -> np.ndarray:
+    g = np.array(grad)
+    if grad_scale is not None:
+        g = g / grad.dtype.type(_one(grad_scale))
+        grad[...] = g  # torch writes the unscaled gradient back
+    return -g if maximize else g
+
+
+def _sgd_update(param, grad, momentum_buffer, grad_scale, found_inf, *, lr: float,
+                momentum: float, dampening: float, weight_decay: float, nesterov: bool,
+                maximize: bool, first_step: bool, lr_in_momentum: bool) -> tuple:
+    if _one(found_inf) == 1.0:
+        return ()
+    dt = param.dtype.type
+    g = _unscaled(grad, grad_scale, maximize)
+    if weight_decay != 0:
+        g = g + param * dt(weight_decay)
+    if lr_in_momentum:
+        g = g * dt(-lr)
+    if momentum != 0:
+        if momentum_buffer is None:
+            raise _Bad("input 'momentum_buffer' is required when momentum != 0")
+        buf = np.array(g) if first_step else (momentum_buffer * dt(momentum)
+                                              + g * dt(1 - dampening))
+        momentum_buffer[...] = buf
+        g = g + buf * dt(momentum) if nesterov else buf
+    param[...] = param - g * dt(-1.0 if lr_in_momentum else lr)
+    return ()
+
+
+def _adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, state_step, grad_scale,
+                 found_inf, *, lr: float, beta1: float, beta2: float, eps: float,
+                 weight_decay: float, decoupled: bool, maximize: bool, step: float,
+                 bias_correction: bool, nesterov: bool) -> tuple:
+    if _one(found_inf) == 1.0:
+        return ()
+    dt = param.dtype.type
+    g = _unscaled(grad, grad_scale, maximize)
+    if weight_decay != 0:
+        if decoupled:
+            param[...] = param * dt(1 - lr * weight_decay)
+        else:
+            g = g + param * dt(weight_decay)
+    t = _one(state_step) if state_step is not None else step
+    bc1, bc2 = (1 - beta1 ** t, 1 - beta2 ** t) if bias_correction else (1.0, 1.0)
+    w = dt(1 - beta1)
+    m = (exp_avg + w * (g - exp_avg) if abs(w) < 0.5
+         else g - (g - exp_avg) * (dt(1) - w))  # torch's lerp, exact at both ends
+    exp_avg[...] = m
+    exp_avg_sq[...] = exp_avg_sq * dt(beta2) + dt(1 - beta2) * g * g
+    v = exp_avg_sq
+    if max_exp_avg_sq is not None:
+        max_exp_avg_sq[...] = np.maximum(max_exp_avg_sq, exp_avg_sq)
+        v = max_exp_avg_sq
+    if nesterov:
+        m = m * dt(beta1) + dt(1 - beta1) * g
+    denom = np.sqrt(v) / dt(math.sqrt(bc2)) + dt(eps)
+    param[...] = param - dt(lr / bc1) * m / denom
+    return ()
+
+
+# ------------------------------------------------------------------------------------------------
 # the table
 # ------------------------------------------------------------------------------------------------
 
@@ -859,6 +928,8 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "mse_loss_backward": _mse_loss_backward,
     "concat": _concat,
     "pad_constant": _pad_constant,
+    "sgd_update": _sgd_update,
+    "adam_update": _adam_update,
 }
 
 

@@ -338,6 +338,25 @@ def _softmax_like(op, shapes, attrs):
     return [x], [None] * len(shapes)
 
 
+def _optimizer(op, shapes, attrs):
+    """Optimizer steps: every tensor of the op's dtype has param's shape; the scalars (state_step,
+    grad_scale, found_inf: the inputs of a fixed dtype group) hold one element each."""
+    names = attrs["__input_names__"]
+    p = shapes[0]
+    for name, s in zip(names[1:], shapes[1:], strict=True):
+        if s is None:
+            continue
+        if name in ("state_step", "grad_scale", "found_inf"):
+            if math.prod(s) != 1:
+                raise _err(op, f"input '{name}'", f"shape {s}: expected one element")
+        elif s != p:
+            raise _err(op, f"input '{name}'", f"shape {s}: expected param's shape {p}")
+    if op == "sgd_update" and attrs["momentum"] != 0 and shapes[2] is None:
+        raise _err(op, "input 'momentum_buffer'", f"is required when momentum = "
+                   f"{attrs['momentum']!r} (not 0)")
+    return [], [None] * len(shapes)
+
+
 RULES: dict[str, Rule] = {
     "same": _same,
     "broadcast": _broadcast,
@@ -359,6 +378,7 @@ RULES: dict[str, Rule] = {
     "concat": _concat,
     "pad": _pad,
     "softmax": _softmax_like,
+    "optimizer": _optimizer,
 }
 
 # ops whose generic "same" rule also normalizes an axis attribute

@@ -177,7 +177,9 @@ static inline int ud_dtype_from_name(const char* name) {
   X(MSE_LOSS, "mse_loss", 2) \
   X(MSE_LOSS_BACKWARD, "mse_loss_backward", 2) \
   X(CONCAT, "concat", 2) \
-  X(PAD_CONSTANT, "pad_constant", 2)
+  X(PAD_CONSTANT, "pad_constant", 2) \
+  X(SGD_UPDATE, "sgd_update", 2) \
+  X(ADAM_UPDATE, "adam_update", 2)
 
 typedef enum UD_OpId {
   UD_OP_COPY,
@@ -258,6 +260,8 @@ typedef enum UD_OpId {
   UD_OP_MSE_LOSS_BACKWARD,
   UD_OP_CONCAT,
   UD_OP_PAD_CONSTANT,
+  UD_OP_SGD_UPDATE,
+  UD_OP_ADAM_UPDATE,
   UD_OP_COUNT
 } UD_OpId;
 
@@ -643,6 +647,39 @@ typedef enum UD_OpId {
 #define UD_ATTR_PAD_CONSTANT_PADS  0
 #define UD_ATTR_PAD_CONSTANT_VALUE 1
 
+#define UD_IN_SGD_UPDATE_PARAM            0
+#define UD_IN_SGD_UPDATE_GRAD             1
+#define UD_IN_SGD_UPDATE_MOMENTUM_BUFFER  2
+#define UD_IN_SGD_UPDATE_GRAD_SCALE       3
+#define UD_IN_SGD_UPDATE_FOUND_INF        4
+#define UD_ATTR_SGD_UPDATE_LR             0
+#define UD_ATTR_SGD_UPDATE_MOMENTUM       1
+#define UD_ATTR_SGD_UPDATE_DAMPENING      2
+#define UD_ATTR_SGD_UPDATE_WEIGHT_DECAY   3
+#define UD_ATTR_SGD_UPDATE_NESTEROV       4
+#define UD_ATTR_SGD_UPDATE_MAXIMIZE       5
+#define UD_ATTR_SGD_UPDATE_FIRST_STEP     6
+#define UD_ATTR_SGD_UPDATE_LR_IN_MOMENTUM 7
+
+#define UD_IN_ADAM_UPDATE_PARAM             0
+#define UD_IN_ADAM_UPDATE_GRAD              1
+#define UD_IN_ADAM_UPDATE_EXP_AVG           2
+#define UD_IN_ADAM_UPDATE_EXP_AVG_SQ        3
+#define UD_IN_ADAM_UPDATE_MAX_EXP_AVG_SQ    4
+#define UD_IN_ADAM_UPDATE_STATE_STEP        5
+#define UD_IN_ADAM_UPDATE_GRAD_SCALE        6
+#define UD_IN_ADAM_UPDATE_FOUND_INF         7
+#define UD_ATTR_ADAM_UPDATE_LR              0
+#define UD_ATTR_ADAM_UPDATE_BETA1           1
+#define UD_ATTR_ADAM_UPDATE_BETA2           2
+#define UD_ATTR_ADAM_UPDATE_EPS             3
+#define UD_ATTR_ADAM_UPDATE_WEIGHT_DECAY    4
+#define UD_ATTR_ADAM_UPDATE_DECOUPLED       5
+#define UD_ATTR_ADAM_UPDATE_MAXIMIZE        6
+#define UD_ATTR_ADAM_UPDATE_STEP            7
+#define UD_ATTR_ADAM_UPDATE_BIAS_CORRECTION 8
+#define UD_ATTR_ADAM_UPDATE_NESTEROV        9
+
 typedef enum UD_ScalarRule {
   UD_SCALAR_NONE = 0,     /* a plain float attribute */
   UD_SCALAR_VALUE = 1,    /* a value of the op's dtype (ud_kit_check_scalar, integral 0) */
@@ -678,6 +715,7 @@ typedef struct UD_OpInfo {
   const UD_AttrInfo* attrs;  /* in op-set order, as kernels receive them */
   uint32_t dtypes;           /* UD_DTM_* of the op's dtypes (first input's) */
   int32_t broadcast;         /* inputs arrive pre-broadcast to the output shape */
+  uint32_t mutated_inputs;   /* bit i: the kernel updates input i in place */
 } UD_OpInfo;
 
 /* the signature of op `op` (a UD_OpId), NULL when out of range */
@@ -1058,137 +1096,179 @@ static inline const UD_OpInfo* ud_op_info(int op) {
       {"pads", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
       {"value", UD_ATTR_FLOAT, UD_SCALAR_VALUE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
   };
+  static const char* const ud_op_sgd_update_in[] = {"param", "grad", "momentum_buffer",
+      "grad_scale", "found_inf"};
+  static const UD_AttrInfo ud_op_sgd_update_attrs[] = {
+      {"lr", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.001, 0, NULL, NULL, 0, NULL, 0},
+      {"momentum", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"dampening", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"weight_decay", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"nesterov", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"maximize", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"first_step", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"lr_in_momentum", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_adam_update_in[] = {"param", "grad", "exp_avg", "exp_avg_sq",
+      "max_exp_avg_sq", "state_step", "grad_scale", "found_inf"};
+  static const UD_AttrInfo ud_op_adam_update_attrs[] = {
+      {"lr", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.001, 0, NULL, NULL, 0, NULL, 0},
+      {"beta1", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.9, 0, NULL, NULL, 0, NULL, 0},
+      {"beta2", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.999, 0, NULL, NULL, 0, NULL, 0},
+      {"eps", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1e-08, 0, NULL, NULL, 0, NULL, 0},
+      {"weight_decay", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"decoupled", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"maximize", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"step", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"bias_correction", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 1, NULL, NULL, 0, NULL, 0},
+      {"nesterov", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+  };
   static const UD_OpInfo table[UD_OP_COUNT] = {
-      {"copy", 0, 1, -1, 0x0u, ud_op_copy_in, 1, ud_op_copy_out, 0, NULL, UD_DTM_ALL, 1},
-      {"fill", 0, 0, -1, 0x0u, NULL, 1, ud_op_fill_out, 1, ud_op_fill_attrs, UD_DTM_ALL, 0},
-      {"zero", 0, 0, -1, 0x0u, NULL, 1, ud_op_zero_out, 0, NULL, UD_DTM_ALL, 0},
-      {"cast", 0, 1, -1, 0x0u, ud_op_cast_in, 1, ud_op_cast_out, 1, ud_op_cast_attrs, UD_DTM_ALL,
-       1},
+      {"copy", 0, 1, -1, 0x0u, ud_op_copy_in, 1, ud_op_copy_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
+      {"fill", 0, 0, -1, 0x0u, NULL, 1, ud_op_fill_out, 1, ud_op_fill_attrs, UD_DTM_ALL, 0, 0x0u},
+      {"zero", 0, 0, -1, 0x0u, NULL, 1, ud_op_zero_out, 0, NULL, UD_DTM_ALL, 0, 0x0u},
+      {"cast", 0, 1, -1, 0x0u, ud_op_cast_in, 1, ud_op_cast_out, 1, ud_op_cast_attrs, UD_DTM_ALL, 1,
+       0x0u},
       {"arange", 0, 0, -1, 0x0u, NULL, 1, ud_op_arange_out, 4, ud_op_arange_attrs, UD_DTM_NUMERIC,
-       0},
-      {"neg", 1, 1, -1, 0x0u, ud_op_neg_in, 1, ud_op_neg_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"abs", 1, 1, -1, 0x0u, ud_op_abs_in, 1, ud_op_abs_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"exp", 1, 1, -1, 0x0u, ud_op_exp_in, 1, ud_op_exp_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"log", 1, 1, -1, 0x0u, ud_op_log_in, 1, ud_op_log_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"sqrt", 1, 1, -1, 0x0u, ud_op_sqrt_in, 1, ud_op_sqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"rsqrt", 1, 1, -1, 0x0u, ud_op_rsqrt_in, 1, ud_op_rsqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
+       0, 0x0u},
+      {"neg", 1, 1, -1, 0x0u, ud_op_neg_in, 1, ud_op_neg_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"abs", 1, 1, -1, 0x0u, ud_op_abs_in, 1, ud_op_abs_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"exp", 1, 1, -1, 0x0u, ud_op_exp_in, 1, ud_op_exp_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"log", 1, 1, -1, 0x0u, ud_op_log_in, 1, ud_op_log_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"sqrt", 1, 1, -1, 0x0u, ud_op_sqrt_in, 1, ud_op_sqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
+      {"rsqrt", 1, 1, -1, 0x0u, ud_op_rsqrt_in, 1, ud_op_rsqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
       {"reciprocal", 1, 1, -1, 0x0u, ud_op_reciprocal_in, 1, ud_op_reciprocal_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1},
-      {"sin", 1, 1, -1, 0x0u, ud_op_sin_in, 1, ud_op_sin_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"cos", 1, 1, -1, 0x0u, ud_op_cos_in, 1, ud_op_cos_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"tanh", 1, 1, -1, 0x0u, ud_op_tanh_in, 1, ud_op_tanh_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"sin", 1, 1, -1, 0x0u, ud_op_sin_in, 1, ud_op_sin_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"cos", 1, 1, -1, 0x0u, ud_op_cos_in, 1, ud_op_cos_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"tanh", 1, 1, -1, 0x0u, ud_op_tanh_in, 1, ud_op_tanh_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
       {"sigmoid", 1, 1, -1, 0x0u, ud_op_sigmoid_in, 1, ud_op_sigmoid_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1},
-      {"relu", 1, 1, -1, 0x0u, ud_op_relu_in, 1, ud_op_relu_out, 0, NULL, UD_DTM_NUMERIC, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"relu", 1, 1, -1, 0x0u, ud_op_relu_in, 1, ud_op_relu_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
       {"gelu", 1, 1, -1, 0x0u, ud_op_gelu_in, 1, ud_op_gelu_out, 1, ud_op_gelu_attrs,
-       UD_DTM_FLOAT_GROUP, 1},
-      {"erf", 1, 1, -1, 0x0u, ud_op_erf_in, 1, ud_op_erf_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"floor", 1, 1, -1, 0x0u, ud_op_floor_in, 1, ud_op_floor_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"ceil", 1, 1, -1, 0x0u, ud_op_ceil_in, 1, ud_op_ceil_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"round", 1, 1, -1, 0x0u, ud_op_round_in, 1, ud_op_round_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"sign", 1, 1, -1, 0x0u, ud_op_sign_in, 1, ud_op_sign_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"square", 1, 1, -1, 0x0u, ud_op_square_in, 1, ud_op_square_out, 0, NULL, UD_DTM_NUMERIC, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"erf", 1, 1, -1, 0x0u, ud_op_erf_in, 1, ud_op_erf_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"floor", 1, 1, -1, 0x0u, ud_op_floor_in, 1, ud_op_floor_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
+      {"ceil", 1, 1, -1, 0x0u, ud_op_ceil_in, 1, ud_op_ceil_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
+      {"round", 1, 1, -1, 0x0u, ud_op_round_in, 1, ud_op_round_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u},
+      {"sign", 1, 1, -1, 0x0u, ud_op_sign_in, 1, ud_op_sign_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"square", 1, 1, -1, 0x0u, ud_op_square_in, 1, ud_op_square_out, 0, NULL, UD_DTM_NUMERIC, 1,
+       0x0u},
       {"logical_not", 1, 1, -1, 0x0u, ud_op_logical_not_in, 1, ud_op_logical_not_out, 0, NULL,
-       UD_DTM_ALL, 1},
-      {"add", 1, 2, -1, 0x0u, ud_op_add_in, 1, ud_op_add_out, 1, ud_op_add_attrs, UD_DTM_NUMERIC,
-       1},
-      {"sub", 1, 2, -1, 0x0u, ud_op_sub_in, 1, ud_op_sub_out, 1, ud_op_sub_attrs, UD_DTM_NUMERIC,
-       1},
-      {"mul", 1, 2, -1, 0x0u, ud_op_mul_in, 1, ud_op_mul_out, 0, NULL, UD_DTM_ALL, 1},
-      {"div", 1, 2, -1, 0x0u, ud_op_div_in, 1, ud_op_div_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
-      {"pow", 1, 2, -1, 0x0u, ud_op_pow_in, 1, ud_op_pow_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_ALL, 1, 0x0u},
+      {"add", 1, 2, -1, 0x0u, ud_op_add_in, 1, ud_op_add_out, 1, ud_op_add_attrs, UD_DTM_NUMERIC, 1,
+       0x0u},
+      {"sub", 1, 2, -1, 0x0u, ud_op_sub_in, 1, ud_op_sub_out, 1, ud_op_sub_attrs, UD_DTM_NUMERIC, 1,
+       0x0u},
+      {"mul", 1, 2, -1, 0x0u, ud_op_mul_in, 1, ud_op_mul_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
+      {"div", 1, 2, -1, 0x0u, ud_op_div_in, 1, ud_op_div_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"pow", 1, 2, -1, 0x0u, ud_op_pow_in, 1, ud_op_pow_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"maximum", 1, 2, -1, 0x0u, ud_op_maximum_in, 1, ud_op_maximum_out, 0, NULL, UD_DTM_NUMERIC,
-       1},
+       1, 0x0u},
       {"minimum", 1, 2, -1, 0x0u, ud_op_minimum_in, 1, ud_op_minimum_out, 0, NULL, UD_DTM_NUMERIC,
-       1},
-      {"eq", 1, 2, -1, 0x0u, ud_op_eq_in, 1, ud_op_eq_out, 0, NULL, UD_DTM_ALL, 1},
-      {"ne", 1, 2, -1, 0x0u, ud_op_ne_in, 1, ud_op_ne_out, 0, NULL, UD_DTM_ALL, 1},
-      {"lt", 1, 2, -1, 0x0u, ud_op_lt_in, 1, ud_op_lt_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"le", 1, 2, -1, 0x0u, ud_op_le_in, 1, ud_op_le_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"gt", 1, 2, -1, 0x0u, ud_op_gt_in, 1, ud_op_gt_out, 0, NULL, UD_DTM_NUMERIC, 1},
-      {"ge", 1, 2, -1, 0x0u, ud_op_ge_in, 1, ud_op_ge_out, 0, NULL, UD_DTM_NUMERIC, 1},
+       1, 0x0u},
+      {"eq", 1, 2, -1, 0x0u, ud_op_eq_in, 1, ud_op_eq_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
+      {"ne", 1, 2, -1, 0x0u, ud_op_ne_in, 1, ud_op_ne_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
+      {"lt", 1, 2, -1, 0x0u, ud_op_lt_in, 1, ud_op_lt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"le", 1, 2, -1, 0x0u, ud_op_le_in, 1, ud_op_le_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"gt", 1, 2, -1, 0x0u, ud_op_gt_in, 1, ud_op_gt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+      {"ge", 1, 2, -1, 0x0u, ud_op_ge_in, 1, ud_op_ge_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
       {"logical_and", 1, 2, -1, 0x0u, ud_op_logical_and_in, 1, ud_op_logical_and_out, 0, NULL,
-       UD_DTM_ALL, 1},
+       UD_DTM_ALL, 1, 0x0u},
       {"logical_or", 1, 2, -1, 0x0u, ud_op_logical_or_in, 1, ud_op_logical_or_out, 0, NULL,
-       UD_DTM_ALL, 1},
-      {"where", 1, 3, -1, 0x0u, ud_op_where_in, 1, ud_op_where_out, 0, NULL, UD_DTM_ALL, 1},
+       UD_DTM_ALL, 1, 0x0u},
+      {"where", 1, 3, -1, 0x0u, ud_op_where_in, 1, ud_op_where_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
       {"addcmul", 1, 3, -1, 0x0u, ud_op_addcmul_in, 1, ud_op_addcmul_out, 1, ud_op_addcmul_attrs,
-       UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"addcdiv", 1, 3, -1, 0x0u, ud_op_addcdiv_in, 1, ud_op_addcdiv_out, 1, ud_op_addcdiv_attrs,
-       UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"lerp", 1, 2, -1, 0x0u, ud_op_lerp_in, 1, ud_op_lerp_out, 1, ud_op_lerp_attrs,
-       UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"threshold_backward", 1, 2, -1, 0x0u, ud_op_threshold_backward_in, 1,
-       ud_op_threshold_backward_out, 1, ud_op_threshold_backward_attrs, UD_DTM_NUMERIC, 1},
+       ud_op_threshold_backward_out, 1, ud_op_threshold_backward_attrs, UD_DTM_NUMERIC, 1, 0x0u},
       {"sigmoid_backward", 1, 2, -1, 0x0u, ud_op_sigmoid_backward_in, 1, ud_op_sigmoid_backward_out,
-       0, NULL, UD_DTM_FLOAT_GROUP, 1},
+       0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"tanh_backward", 1, 2, -1, 0x0u, ud_op_tanh_backward_in, 1, ud_op_tanh_backward_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"gelu_backward", 1, 2, -1, 0x0u, ud_op_gelu_backward_in, 1, ud_op_gelu_backward_out, 1,
-       ud_op_gelu_backward_attrs, UD_DTM_FLOAT_GROUP, 1},
-      {"sum", 1, 1, -1, 0x0u, ud_op_sum_in, 1, ud_op_sum_out, 2, ud_op_sum_attrs, UD_DTM_NUMERIC,
-       0},
+       ud_op_gelu_backward_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+      {"sum", 1, 1, -1, 0x0u, ud_op_sum_in, 1, ud_op_sum_out, 2, ud_op_sum_attrs, UD_DTM_NUMERIC, 0,
+       0x0u},
       {"mean", 1, 1, -1, 0x0u, ud_op_mean_in, 1, ud_op_mean_out, 2, ud_op_mean_attrs,
-       UD_DTM_FLOAT_GROUP, 0},
-      {"max", 1, 1, -1, 0x0u, ud_op_max_in, 1, ud_op_max_out, 2, ud_op_max_attrs, UD_DTM_NUMERIC,
-       0},
-      {"min", 1, 1, -1, 0x0u, ud_op_min_in, 1, ud_op_min_out, 2, ud_op_min_attrs, UD_DTM_NUMERIC,
-       0},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+      {"max", 1, 1, -1, 0x0u, ud_op_max_in, 1, ud_op_max_out, 2, ud_op_max_attrs, UD_DTM_NUMERIC, 0,
+       0x0u},
+      {"min", 1, 1, -1, 0x0u, ud_op_min_in, 1, ud_op_min_out, 2, ud_op_min_attrs, UD_DTM_NUMERIC, 0,
+       0x0u},
       {"prod", 1, 1, -1, 0x0u, ud_op_prod_in, 1, ud_op_prod_out, 2, ud_op_prod_attrs,
-       UD_DTM_NUMERIC, 0},
+       UD_DTM_NUMERIC, 0, 0x0u},
       {"argmax", 1, 1, -1, 0x0u, ud_op_argmax_in, 1, ud_op_argmax_out, 2, ud_op_argmax_attrs,
-       UD_DTM_NUMERIC, 0},
+       UD_DTM_NUMERIC, 0, 0x0u},
       {"argmin", 1, 1, -1, 0x0u, ud_op_argmin_in, 1, ud_op_argmin_out, 2, ud_op_argmin_attrs,
-       UD_DTM_NUMERIC, 0},
+       UD_DTM_NUMERIC, 0, 0x0u},
       {"matmul", 1, 2, -1, 0x0u, ud_op_matmul_in, 1, ud_op_matmul_out, 0, NULL, UD_DTM_FLOAT_GROUP,
-       0},
+       0, 0x0u},
       {"gemm", 1, 3, -1, 0x4u, ud_op_gemm_in, 1, ud_op_gemm_out, 2, ud_op_gemm_attrs,
-       UD_DTM_FLOAT_GROUP, 0},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"conv2d", 2, 3, -1, 0x4u, ud_op_conv2d_in, 1, ud_op_conv2d_out, 5, ud_op_conv2d_attrs,
-       UD_DTM_FLOAT_GROUP, 0},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"conv2d_backward_input", 2, 2, -1, 0x0u, ud_op_conv2d_backward_input_in, 1,
-       ud_op_conv2d_backward_input_out, 6, ud_op_conv2d_backward_input_attrs, UD_DTM_FLOAT_GROUP,
-       0},
+       ud_op_conv2d_backward_input_out, 6, ud_op_conv2d_backward_input_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"conv2d_backward_weight", 2, 2, -1, 0x0u, ud_op_conv2d_backward_weight_in, 1,
        ud_op_conv2d_backward_weight_out, 6, ud_op_conv2d_backward_weight_attrs, UD_DTM_FLOAT_GROUP,
-       0},
+       0, 0x0u},
       {"max_pool2d", 2, 1, -1, 0x0u, ud_op_max_pool2d_in, 2, ud_op_max_pool2d_out, 5,
-       ud_op_max_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_max_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"max_pool2d_backward", 2, 3, -1, 0x0u, ud_op_max_pool2d_backward_in, 1,
-       ud_op_max_pool2d_backward_out, 5, ud_op_max_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_max_pool2d_backward_out, 5, ud_op_max_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"avg_pool2d", 2, 1, -1, 0x0u, ud_op_avg_pool2d_in, 1, ud_op_avg_pool2d_out, 5,
-       ud_op_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"avg_pool2d_backward", 2, 2, -1, 0x0u, ud_op_avg_pool2d_backward_in, 1,
-       ud_op_avg_pool2d_backward_out, 5, ud_op_avg_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_avg_pool2d_backward_out, 5, ud_op_avg_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"adaptive_avg_pool2d", 2, 1, -1, 0x0u, ud_op_adaptive_avg_pool2d_in, 1,
-       ud_op_adaptive_avg_pool2d_out, 1, ud_op_adaptive_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_adaptive_avg_pool2d_out, 1, ud_op_adaptive_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"adaptive_avg_pool2d_backward", 2, 2, -1, 0x0u, ud_op_adaptive_avg_pool2d_backward_in, 1,
        ud_op_adaptive_avg_pool2d_backward_out, 1, ud_op_adaptive_avg_pool2d_backward_attrs,
-       UD_DTM_FLOAT_GROUP, 0},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"batch_norm", 2, 5, -1, 0x1eu, ud_op_batch_norm_in, 3, ud_op_batch_norm_out, 3,
-       ud_op_batch_norm_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_batch_norm_attrs, UD_DTM_FLOAT_GROUP, 0, 0x18u},
       {"batch_norm_backward", 2, 5, -1, 0x4u, ud_op_batch_norm_backward_in, 3,
-       ud_op_batch_norm_backward_out, 1, ud_op_batch_norm_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_batch_norm_backward_out, 1, ud_op_batch_norm_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"softmax", 2, 1, -1, 0x0u, ud_op_softmax_in, 1, ud_op_softmax_out, 1, ud_op_softmax_attrs,
-       UD_DTM_FLOAT_GROUP, 0},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"log_softmax", 2, 1, -1, 0x0u, ud_op_log_softmax_in, 1, ud_op_log_softmax_out, 1,
-       ud_op_log_softmax_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_log_softmax_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"softmax_backward", 2, 2, -1, 0x0u, ud_op_softmax_backward_in, 1, ud_op_softmax_backward_out,
-       1, ud_op_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       1, ud_op_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"log_softmax_backward", 2, 2, -1, 0x0u, ud_op_log_softmax_backward_in, 1,
-       ud_op_log_softmax_backward_out, 1, ud_op_log_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_log_softmax_backward_out, 1, ud_op_log_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
+       0x0u},
       {"nll_loss", 2, 3, -1, 0x4u, ud_op_nll_loss_in, 2, ud_op_nll_loss_out, 2,
-       ud_op_nll_loss_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_nll_loss_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"nll_loss_backward", 2, 5, -1, 0x8u, ud_op_nll_loss_backward_in, 1,
-       ud_op_nll_loss_backward_out, 2, ud_op_nll_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_nll_loss_backward_out, 2, ud_op_nll_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"mse_loss", 2, 2, -1, 0x0u, ud_op_mse_loss_in, 1, ud_op_mse_loss_out, 1,
-       ud_op_mse_loss_attrs, UD_DTM_FLOAT_GROUP, 1},
+       ud_op_mse_loss_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u},
       {"mse_loss_backward", 2, 3, -1, 0x0u, ud_op_mse_loss_backward_in, 1,
-       ud_op_mse_loss_backward_out, 1, ud_op_mse_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0},
+       ud_op_mse_loss_backward_out, 1, ud_op_mse_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
       {"concat", 2, 1, 0, 0x0u, ud_op_concat_in, 1, ud_op_concat_out, 1, ud_op_concat_attrs,
-       UD_DTM_ALL, 0},
+       UD_DTM_ALL, 0, 0x0u},
       {"pad_constant", 2, 1, -1, 0x0u, ud_op_pad_constant_in, 1, ud_op_pad_constant_out, 2,
-       ud_op_pad_constant_attrs, UD_DTM_ALL, 0},
+       ud_op_pad_constant_attrs, UD_DTM_ALL, 0, 0x0u},
+      {"sgd_update", 2, 5, -1, 0x1cu, ud_op_sgd_update_in, 0, NULL, 8, ud_op_sgd_update_attrs,
+       UD_DTM_FLOAT_GROUP, 0, 0x7u},
+      {"adam_update", 2, 8, -1, 0xf0u, ud_op_adam_update_in, 0, NULL, 10, ud_op_adam_update_attrs,
+       UD_DTM_FLOAT_GROUP, 0, 0x1fu},
   };
   return op >= 0 && op < UD_OP_COUNT ? &table[op] : NULL;
 }
