@@ -108,3 +108,83 @@ def ratio_plot(path: Path, cases: Sequence[Case], subject: str, base: str, title
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# --- Processes: baselines and devices each in their own process, alternated -----------------
+
+# A framework baseline process: no unidev plugin, no adapter (torch's entry point is skipped,
+# discovery finds nothing; the TF child also keeps TF from scanning tensorflow-plugins/).
+BASELINE_ENV = {"UNIDEV_DISABLE_PLUGIN_AUTOLOAD": "1", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
+
+def fmt_range(values: Sequence[float], fmt: str = "{:.2f}", unit: str = "") -> str:
+    """'a–b<unit>' over the values (min–max), one figure when they agree at that precision."""
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return "—"
+    lo, hi = fmt.format(min(vals)), fmt.format(max(vals))
+    return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+
+
+def pair_ratios(base: Sequence[float | None], dev: Sequence[float | None]) -> list[float]:
+    """base[i] / dev[i] for each process pair that measured both (a speed-up when times)."""
+    return [b / d for b, d in zip(base, dev, strict=False) if b and d]
+
+
+def mapped_unidev_libraries() -> list[str]:
+    """Shared libraries of unidev (plugins, adapters, unidev._C) mapped into this process."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    libs = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
+    return sorted(p for p in libs if "unidev" in Path(p).name or "/unidev/" in p)
+
+
+def rotation(labels: Sequence[str], rounds: int) -> list[list[str]]:
+    """The order of each round: the labels rotated by one per round (A B C, B C A, C A B...)."""
+    return [[labels[(k + r) % len(labels)] for k in range(len(labels))] for r in range(rounds)]
+
+
+def run_json(argv: list[str], env: dict[str, str]) -> tuple[dict | None, str]:
+    """Runs one child process; its last stdout line parsed as JSON (None if it failed) and its
+    stderr's tail."""
+    import json
+    import os
+    import subprocess
+
+    p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
+    lines = p.stdout.strip().splitlines()
+    if p.returncode == 0 and lines:
+        try:
+            return json.loads(lines[-1]), p.stderr[-3000:]
+        except json.JSONDecodeError:
+            pass
+    return None, f"rc {p.returncode}: {p.stderr[-3000:]}"
+
+
+def alternate(runs: Sequence[tuple[str, list[str], dict[str, str]]], pairs: int,
+              lock: str | None = None, log: Callable[[str], None] | None = print,
+              ) -> dict[str, list[dict | None]]:
+    """Runs every (label, argv, extra env) once per round, `pairs` rounds, in `rotation` order
+    (so no one always runs right after another), and returns per label the JSON object each run
+    printed on its last stdout line (None for a failed run, stderr logged). Round i of every
+    label forms pair i. With `lock`, each round holds an exclusive flock on that file (other
+    benchmarks of a shared machine wait between rounds, not for the whole run)."""
+    import contextlib
+    import fcntl
+
+    by_label = {label: (argv, env) for label, argv, env in runs}
+    out: dict[str, list[dict | None]] = {label: [] for label in by_label}
+    for r, order in enumerate(rotation(list(by_label), pairs)):
+        with contextlib.ExitStack() as stack:
+            if lock:
+                fcntl.flock(stack.enter_context(open(lock, "a")), fcntl.LOCK_EX)
+            for label in order:
+                t0 = time.perf_counter()
+                data, err = run_json(*by_label[label])
+                if log:
+                    log(f"round {r + 1}/{pairs} {label}: " + (
+                        f"{time.perf_counter() - t0:.1f} s" if data else f"FAILED, {err}"))
+                out[label].append(data)
+    return out
