@@ -112,6 +112,7 @@ extern const UD_X86Kernel ud_x86_pool_kernels[];
 extern const UD_X86Kernel ud_x86_nn_kernels[];
 extern const UD_X86Kernel ud_x86_matmul_kernels[]; /* src/dense */
 extern const UD_X86Kernel ud_x86_conv_kernels[];
+extern const UD_X86Kernel ud_x86_optim_kernels[]; /* src/optim.c */
 
 #ifdef __cplusplus
 }
