@@ -26,6 +26,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("add.out", "add", "binary_alpha"),
     ("sub.out", "sub", "binary_alpha"),
     *[(f"{op}.out", op, "binary") for op in ("mul", "div", "maximum", "minimum")],
+    ("clamp_min.Tensor_out", "maximum", "binary"),  # Adam(amsgrad)'s foreach step: nan wins too
     # the hottest ops also get their functional and in-place forms, which skip torch's generic
     # structured-kernel wrapper (shape inference through TensorIterator) on every call
     *[(f"{op}.Tensor", op, f"binary{a}_fn") for op, a in _HOT],
@@ -80,6 +81,13 @@ TABLE: list[tuple[str, str, str]] = [
     ("arange.start_out", "arange", "arange"),
     ("fill_.Scalar", "fill", "fill"),
     ("zero_", "zero", "zero"),
+    # torch.optim's fused=True steps (one plugin call per parameter; AdamW by the row's name)
+    ("_fused_sgd_", "sgd_update", "fused_sgd"),
+    ("_fused_sgd_.tensor_lr", "sgd_update", "fused_sgd_tensor_lr"),
+    ("_fused_adam_", "adam_update", "fused_adam"),
+    ("_fused_adam_.tensor_lr", "adam_update", "fused_adam_tensor_lr"),
+    ("_fused_adamw_", "adam_update", "fused_adam"),
+    ("_fused_adamw_.tensor_lr", "adam_update", "fused_adam_tensor_lr"),
 ]
 
 # csrc/aten/<file>.cpp -> the kinds whose templates it defines and whose rows it registers
@@ -94,6 +102,7 @@ FILES: dict[str, tuple[str, ...]] = {
            "batch_norm_backward", "softmax", "softmax_backward", "nll_loss", "nll_loss_backward",
            "mse_loss", "mse_loss_backward_fn"),
     "copy": ("cat", "pad", "arange", "fill", "zero"),
+    "optim": ("fused_sgd", "fused_sgd_tensor_lr", "fused_adam", "fused_adam_tensor_lr"),
 }
 
 # unidev ops the adapter calls itself (copies, casts, scalars), not through an aten row

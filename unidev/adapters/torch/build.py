@@ -25,7 +25,8 @@ CSRC = HERE / "csrc"
 UNITS: dict[str, tuple[str, ...]] = {
     "runtime": ("loader.cpp", "allocator.cpp", "guard.cpp", "generator.cpp", "hooks.cpp"),
     "module": ("module.cpp",),
-    "aten_a": ("aten/fallback.cpp", "aten/copy.cpp", "aten/reduce.cpp", "aten/register.cpp"),
+    "aten_a": ("aten/fallback.cpp", "aten/copy.cpp", "aten/reduce.cpp", "aten/register.cpp",
+               "aten/optim.cpp"),
     "aten_b": ("aten/elementwise.cpp", "aten/nn.cpp"),
 }
 SOURCES = [CSRC / name for name in ("unidev_torch.h", "aten/aten.h",
