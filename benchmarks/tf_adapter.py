@@ -1,129 +1,288 @@
-"""TensorFlow adapter benchmark: unidev TF devices vs TF's own CPU, interleaved in one process.
+"""TensorFlow adapter benchmark: TF CPU and each unidev TF device in own processes, alternated.
 
-    .venv/bin/python benchmarks/tf_adapter.py [--quick] [--out benchmarks/results]
+    .venv/bin/python benchmarks/tf_adapter.py [--quick] [--pairs 3] [--plugins x86,aurora]
+        [--rows add,const,fixed,mlp,convnet] [--threads N] [--lock FILE] [--out DIR]
 
-Cases: an eager AddV2 of 8 floats (per-op overhead), a 64-byte host->device tf.constant, and
-one Keras train step (MLP 256-512-512-10, batch 256, SGD) via train_on_batch, and the same for
-a Dense 4-2 on one sample: the fixed cost of a step (Keras, TF, copies). TF CPU runs with
-its default settings (oneDNN on unless TF_ENABLE_ONEDNN_OPTS says otherwise, as printed).
-tf.constant on any device but the CPU runs one eager op (_EagerConst) that TF CPU skips, so the
-table's note gives that floor: TF CPU's tf.constant plus one eager op (Identity), same run.
-Writes <out>/tf_adapter.md.
+Rows: an eager AddV2 of 8 floats (per-op overhead), a 64-byte host->device `tf.constant`, and
+Keras `train_on_batch` steps: Dense 4->2 on one sample (the fixed cost of a step: Keras, TF, the
+loss copied to the host), the MLP 256-512-512-10 at batch 256 (SGD), and the conv-net of the
+torch rows (3×3 conv + BatchNorm + ReLU stem, max-pool, two residual blocks of 32 and 64
+channels, global average pool, dense; batch 32, 32×32×3 NHWC, SGD momentum 0.9).
+
+Each round runs one TF CPU process with no unidev code in it (`UNIDEV_DISABLE_PLUGIN_AUTOLOAD=1`,
+no `TF_PLUGGABLE_DEVICE_LIBRARY_PATH`, TF kept from loading `site-packages/tensorflow-plugins/`
+and unidev's Keras start-up hook removed; checked: no unidev library mapped) and one process per
+plugin (`UNIDEV_PLUGINS=<plugin>`: its device only), in an order rotating per round; round i's
+CPU and device processes form pair i. TF CPU runs with its default settings (oneDNN on unless
+TF_ENABLE_ONEDNN_OPTS says otherwise, as printed). Every non-CPU device's `tf.constant` runs one
+eager op (`_EagerConst`) that TF CPU skips: the table's note gives that floor, TF CPU's
+`tf.constant` plus one eager op (Identity), from the CPU processes. Writes <out>/tf_adapter.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
-from functools import partial
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-from _timing import RESULTS, Case, measure  # noqa: E402
+from _machine import Machine  # noqa: E402
+from _timing import (  # noqa: E402
+    BASELINE_ENV,
+    RESULTS,
+    alternate,
+    fmt_range,
+    mapped_unidev_libraries,
+    pair_ratios,
+)
+
+ROW_KEYS = ("add", "const", "fixed", "mlp", "convnet")
+TITLES = {"add": "eager AddV2, 8 floats", "const": "`tf.constant` 64 B host→device",
+          "fixed": "Keras `train_on_batch`, Dense 4→2, batch 1 (fixed cost per step)",
+          "mlp": "Keras `train_on_batch`, MLP 256-512-512-10, batch 256",
+          "convnet": "Keras `train_on_batch`, conv-net (ResNet-style), batch 32, 32²",
+          "floor": "TF CPU `tf.constant` + one eager op"}
 
 
-def floor_case() -> Case:
-    """TF CPU: tf.constant plus one eager op, the least a device's tf.constant can cost."""
-    import tensorflow as tf
+def _import_tf_without_unidev():
+    """Imports TF as if unidev were not installed: TF scans site-packages/tensorflow-plugins/ at
+    import (where `unidev build tensorflow` installs the adapters), so that folder is hidden
+    from the scan, and unidev's Keras/TF start-up patch (a meta-path finder) is removed."""
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if type(f).__module__ != "_unidev_tf_hooks"]
+    real = os.path.exists
 
-    small = np.arange(8, dtype=np.float32)
+    def exists(path) -> bool:
+        return False if str(path).rstrip("/").endswith("tensorflow-plugins") else real(path)
 
-    def const_and_op():
-        with tf.device("/device:CPU:0"):
-            return tf.identity(tf.constant(small))
+    os.path.exists = exists
+    try:
+        import tensorflow as tf
+    finally:
+        os.path.exists = real
+    return tf
 
-    return Case("copy", "floor", 1e-9, "us", {"TF CPU": const_and_op})
 
-
-def cases(devices: list[str]) -> list[Case]:
+def conv_block(x, width: int, stride: int):
     import keras
-    import tensorflow as tf
+    from keras import layers
 
-    names = {"/device:CPU:0": "TF CPU", **{d: d.split(":")[1] for d in devices}}
-    small = np.arange(8, dtype=np.float32)
-    tiny, copy, step, fixed = {}, {}, {}, {}
+    def conv(c, k, s):
+        return layers.Conv2D(c, k, s, padding="same", use_bias=False)
+
+    y = layers.ReLU()(layers.BatchNormalization()(conv(width, 3, stride)(x)))
+    y = layers.BatchNormalization()(conv(width, 3, 1)(y))
+    skip = x if stride == 1 else layers.BatchNormalization()(conv(width, 1, stride)(x))
+    return layers.ReLU()(keras.ops.add(y, skip))
+
+
+def keras_convnet(width: int = 32, classes: int = 10):
+    """benchmarks/models.py's convnet() in Keras (NHWC)."""
+    import keras
+    from keras import layers
+
+    inp = keras.Input((32, 32, 3))
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False)(inp)
+    x = layers.MaxPooling2D(2)(layers.ReLU()(layers.BatchNormalization()(x)))
+    x = conv_block(conv_block(x, width, 1), 2 * width, 2)
+    out = layers.Dense(classes)(layers.GlobalAveragePooling2D()(x))
+    return keras.Model(inp, out)
+
+
+def _timed(fn, calls: int, rounds: int) -> float:
+    """Best over `rounds` of the mean time of `calls` calls (after one warm-up batch)."""
+    best = float("inf")
+    for r in range(rounds + 1):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if r:
+            best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def _child(quick: bool, keys: list[str]) -> None:
+    import numpy as np
+
+    baseline = os.environ.get("UNIDEV_DISABLE_PLUGIN_AUTOLOAD") == "1"
+    if baseline:
+        tf = _import_tf_without_unidev()
+        dev = "/device:CPU:0"
+    else:
+        import tensorflow as tf
+
+        from unidev.demos import tf_train
+
+        devices = tf_train.unidev_devices()
+        if not devices:
+            raise SystemExit("no unidev TF device active; run `unidev build tensorflow`")
+        dev = devices[0]
+    import keras
+
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((256, 256)).astype(np.float32)
-    y = rng.integers(0, 10, 256).astype(np.int32)
-    for dev, name in names.items():
-        with tf.device(dev):
-            a = tf.constant(small)
-            b = tf.constant(small)
-            keras.utils.set_random_seed(0)
-            dense = keras.layers.Dense
-            model = keras.Sequential([keras.Input((256,)), dense(512, activation="relu"),
-                                      dense(512, activation="relu"), dense(10)])
-            model.compile(keras.optimizers.SGD(0.01), jit_compile=False,
-                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-            xd, yd = tf.constant(x), tf.constant(y)
-            small_model = keras.Sequential([keras.Input((4,)), dense(2)])
-            small_model.compile(keras.optimizers.SGD(0.01), jit_compile=False,
-                                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-            x1, y1 = tf.constant(x[:1, :4]), tf.constant(y[:1] % 2)
-        def add(a=a, b=b, dev=dev):
-            with tf.device(dev):  # unscoped ops would go to the highest-priority device
-                return tf.add(a, b)
+    small = np.arange(8, dtype=np.float32)
+    scale = 4 if quick else 1
+    out: dict[str, dict] = {}
 
-        tiny[name] = add
+    def keras_step(model, x, y, momentum: float = 0.0):
+        model.compile(keras.optimizers.SGD(0.01, momentum=momentum), jit_compile=False,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        xd, yd = tf.constant(x), tf.constant(y)
 
-        def h2d(dev=dev):
-            with tf.device(dev):
-                return tf.constant(small)
-
-        copy[name] = h2d
-
-        def train(model=model, dev=dev, xd=xd, yd=yd):
+        def train():
             with tf.device(dev):
                 return float(model.train_on_batch(xd, yd))  # float() waits for the step
+        return train
 
-        step[name] = train
-        fixed[name] = partial(train, model=small_model, xd=x1, yd=y1)
-    return [Case("eager", "AddV2 8 floats", 1e-9, "us", tiny),
-            Case("copy", "tf.constant 64 B host->device", 1e-9, "us", copy),
-            Case("keras", "train_on_batch MLP 256-512-512-10 b256", 1e-9, "us", step),
-            Case("keras", "train_on_batch Dense 4-2 b1 (fixed cost)", 1e-9, "us", fixed)]
+    for key in keys:
+        with tf.device(dev):
+            keras.utils.set_random_seed(0)
+            if key == "add":
+                a, b = tf.constant(small), tf.constant(small)
+
+                def fn(a=a, b=b):
+                    with tf.device(dev):  # unscoped ops would go to the highest-priority device
+                        return tf.add(a, b)
+                calls, rounds = 2000 // scale, 5
+            elif key == "const":
+                def fn():
+                    with tf.device(dev):
+                        return tf.constant(small)
+                calls, rounds = 2000 // scale, 5
+            elif key == "fixed":
+                m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+                fn = keras_step(m, rng.standard_normal((1, 4)).astype(np.float32),
+                                np.array([1], np.int32))
+                calls, rounds = 200 // scale, 5
+            elif key == "mlp":
+                dense = keras.layers.Dense
+                m = keras.Sequential([keras.Input((256,)), dense(512, activation="relu"),
+                                      dense(512, activation="relu"), dense(10)])
+                fn = keras_step(m, rng.standard_normal((256, 256)).astype(np.float32),
+                                rng.integers(0, 10, 256).astype(np.int32))
+                calls, rounds = 20 // scale, 5
+            else:
+                batch = 8 if quick else 32
+                fn = keras_step(keras_convnet(), rng.standard_normal(
+                    (batch, 32, 32, 3)).astype(np.float32),
+                    rng.integers(0, 10, batch).astype(np.int32), momentum=0.9)
+                calls, rounds = (2, 2) if quick else (5, 4)
+        fn()  # tracing, first allocations
+        title = TITLES[key].replace("batch 32", "batch 8") if quick else TITLES[key]
+        out[key] = {"title": title, "best_s": _timed(fn, calls, rounds)}
+    if baseline and "const" in keys:
+        def floor():
+            with tf.device(dev):
+                return tf.identity(tf.constant(small))
+        out["floor"] = {"title": TITLES["floor"], "best_s": _timed(floor, 2000 // scale, 5)}
+    print(json.dumps({"device": dev, "tf": tf.version.VERSION,
+                      "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)"),
+                      "unidev_libraries": mapped_unidev_libraries(), "rows": out}))
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:.3g}" if s < 1e-3 else f"{s * 1e3:.3g} ms"
+
+
+def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str]) -> list[str]:
+    """Markdown rows: TF CPU time range, then per plugin device time / TF CPU time (pair by
+    pair, lower is better) and the device's time range."""
+    cpu = runs["cpu"]
+
+    def best(results, key):
+        return [d["rows"][key]["best_s"] if d and key in d["rows"] else None for d in results]
+
+    def times(vals):
+        vals = [v for v in vals if v]
+        unit, k = ("µs", 1e6) if vals and max(vals) < 1e-3 else ("ms", 1e3)
+        return fmt_range([v * k for v in vals], "{:.3g}", " " + unit)
+
+    devs = {p: next((d["device"].split(":")[1] for d in runs[p] if d), p) for p in plugins}
+    head = ["case", "TF CPU"] + [f"{devs[p]} ({p})" for p in plugins] + [
+        f"{devs[p]} / TF CPU" for p in plugins]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in keys:
+        title = next((d["rows"][key]["title"] for d in cpu if d and key in d["rows"]), key)
+        cells = [title, times(best(cpu, key))]
+        cells += [times(best(runs[p], key)) for p in plugins]
+        cells += [fmt_range(pair_ratios(best(runs[p], key), best(cpu, key)), unit="×")
+                  for p in plugins]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-    import tensorflow as tf
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer calls, one pair: a smoke run")
+    p.add_argument("--pairs", type=int, default=0, help="process pairs (default 3, quick 1)")
+    p.add_argument("--plugins", default="", help="comma-separated plugins (default: all usable)")
+    p.add_argument("--rows", default=",".join(ROW_KEYS), help="comma-separated rows")
+    p.add_argument("--threads", type=int, default=0, help="TF's intra/inter-op threads and the "
+                   "plugins' (default: TF's default, all cores)")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--lock", default="", help="hold this flock file during each round")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    keys = [k for k in args.rows.split(",") if k]
+    if bad := [k for k in keys if k not in ROW_KEYS]:
+        p.error(f"--rows: unknown {', '.join(bad)}; expected some of {', '.join(ROW_KEYS)}")
+    if args.child:
+        _child(args.quick, keys)
+        return 0
+    from unidev.core import discovery
 
-    from unidev.demos import tf_train as train
-
-    devices = train.unidev_devices()
-    if not devices:
-        print("no unidev TF device active; run `unidev build tensorflow` (see `unidev list`)")
+    plugins = [n for n in args.plugins.split(",") if n] or [
+        r.name for r in discovery.discover() if r.usable and r.name != "cuda"]
+    pairs = args.pairs or (1 if args.quick else 3)
+    child = [sys.executable, __file__, "--child", "--rows", ",".join(keys)] + (
+        ["--quick"] if args.quick else [])
+    threads = {"OMP_NUM_THREADS": str(args.threads), "UNIDEV_X86_THREADS": str(args.threads),
+               "TF_NUM_INTRAOP_THREADS": str(args.threads),
+               "TF_NUM_INTEROP_THREADS": str(args.threads)} if args.threads else {}
+    base_env = {**BASELINE_ENV, **threads, "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": ""}
+    procs = [("cpu", child, base_env)] + [
+        (n, child, {"UNIDEV_PLUGINS": n, **threads}) for n in plugins]
+    machine = Machine(threads=args.threads or os.cpu_count() or 1)
+    machine.measure()
+    t0 = time.perf_counter()
+    runs = alternate(procs, pairs, lock=args.lock or None, log=lambda s: print(s, file=sys.stderr))
+    machine.measure()
+    leaked = {lib for d in runs["cpu"] if d for lib in d["unidev_libraries"]}
+    if not any(runs["cpu"]) or leaked:
+        print(f"TF CPU baseline failed or not clean (unidev libraries mapped: {leaked})",
+              file=sys.stderr)
         return 1
-    all_cases = cases(devices)
-    floor = floor_case()
-    measure([*all_cases[:2], floor, *all_cases[2:]], reps=3 if args.quick else 7,
-            min_time=0.02 if args.quick else 0.1, log=None)
-    impls = list(all_cases[0].impls)
-    head = ["case", *[f"{i} (us)" for i in impls], *[f"{i} / TF CPU" for i in impls[1:]]]
-    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)")
-    lines = [f"TF {tf.version.VERSION}, TF_ENABLE_ONEDNN_OPTS={onednn}"
-             f"; time per call, best of interleaved rounds; ratio = device time / TF CPU time", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for c in all_cases:
-        us = [c.seconds[i] * 1e6 for i in impls]
-        ratios = [f"{c.seconds[i] / c.seconds['TF CPU']:.2f}x" for i in impls[1:]]
-        lines.append("| " + " | ".join([c.name, *[f"{u:.1f}" for u in us], *ratios]) + " |")
-    const_us, floor_us = all_cases[1].seconds["TF CPU"] * 1e6, floor.seconds["TF CPU"] * 1e6
-    lines += ["", "Every non-CPU device's tf.constant runs one eager op (_EagerConst) that TF CPU "
-              f"skips; for reference, TF CPU tf.constant + tf.identity = {floor_us:.1f} us "
-              f"({floor_us / const_us:.2f}x TF CPU's tf.constant, {const_us:.1f} us)."]
-    text = "\n".join(lines)
+    cpu0 = next(d for d in runs["cpu"] if d)
+    cmd = "benchmarks/tf_adapter.py " + " ".join(sys.argv[1:])
+    lines = [f"Measured by `.venv/bin/python {cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M')} "
+             f"UTC, {time.perf_counter() - t0:.0f} s): TF {cpu0['tf']}, TF_ENABLE_ONEDNN_OPTS="
+             f"{cpu0['onednn']}, {pairs} round{'s' if pairs > 1 else ''} of one TF CPU process "
+             "(no unidev code loaded) and "
+             "one process per plugin, alternated; each figure the best of several batches of "
+             "calls in its process, ranges over the processes; ratio = device time / TF CPU time "
+             "pair by pair (< 1: the device is faster).", "", *machine.lines()]
+    if "const" in keys:
+        floor = [d["rows"]["floor"]["best_s"] for d in runs["cpu"] if d and "floor" in d["rows"]]
+        const = [d["rows"]["const"]["best_s"] for d in runs["cpu"] if d]
+        lines.append("- every non-CPU device's `tf.constant` runs one eager op (`_EagerConst`) "
+                     "that TF CPU skips; TF CPU's `tf.constant` + `tf.identity` takes "
+                     f"{fmt_range([f * 1e6 for f in floor], '{:.3g}', ' µs')} "
+                     f"({fmt_range(pair_ratios(floor, const), unit='×')} its `tf.constant`)")
+    lines += ["", *table(runs, plugins, keys)]
+    text = "\n".join(lines) + "\n"
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "tf_adapter.md").write_text(text + "\n")
-    return 0
+    name = "tf_adapter" + ("_quick" if args.quick else "")
+    (args.out / f"{name}.md").write_text(text)
+    (args.out / f"{name}.json").write_text(json.dumps(
+        {"machine": machine.__dict__, "pairs": pairs, "runs": runs}, indent=1) + "\n")
+    return 0 if all(all(runs[n]) for n in runs) else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """PyTorch adapter benchmark: torch CPU and each unidev device in their own processes, alternated.
 
     .venv/bin/python benchmarks/torch_adapter.py [--quick] [--pairs 3] [--plugins x86,aurora]
-        [--rows tiny,mlp,mlp-fused,convnet,convnet-fused,depthwise,resnet18] [--lock FILE]
+        [--rows tiny,mlp,mlp-fused,convnet,convnet-fused,depthwise,resnet18] [--threads N]
+        [--lock FILE]
 
 Rows: 10k tiny adds (per-op overhead), and training steps (forward, cross-entropy, backward,
 SGD momentum 0.9) of the models in benchmarks/models.py: the MLP, the ResNet-style conv-net,
@@ -164,6 +165,8 @@ def main() -> int:
     p.add_argument("--plugins", default="", help="comma-separated plugins (default: all usable)")
     p.add_argument("--rows", default=",".join(ROW_KEYS), help="comma-separated rows")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--threads", type=int, default=0, help="threads of torch and the plugins "
+                   "(OMP_NUM_THREADS, UNIDEV_X86_THREADS; default: torch's default, all cores)")
     p.add_argument("--lock", default="", help="hold this flock file during each round")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -180,9 +183,11 @@ def main() -> int:
     pairs = args.pairs or (1 if args.quick else 3)
     child = [sys.executable, __file__, "--child", "--rows", ",".join(keys)] + (
         ["--quick"] if args.quick else [])
-    procs = [("cpu", child, BASELINE_ENV)] + [
-        (n, child, {"UNIDEV_PLUGINS": n, "UNIDEV_TORCH_DEVICE": n}) for n in plugins]
-    machine = Machine()
+    threads = {"OMP_NUM_THREADS": str(args.threads), "UNIDEV_X86_THREADS": str(args.threads)
+               } if args.threads else {}
+    procs = [("cpu", child, {**BASELINE_ENV, **threads})] + [
+        (n, child, {"UNIDEV_PLUGINS": n, "UNIDEV_TORCH_DEVICE": n, **threads}) for n in plugins]
+    machine = Machine(threads=args.threads or os.cpu_count() or 1)
     machine.measure()
     t0 = time.perf_counter()
     runs = alternate(procs, pairs, lock=args.lock or None, log=lambda s: print(s, file=sys.stderr))
@@ -196,7 +201,8 @@ def main() -> int:
     cmd = "benchmarks/torch_adapter.py " + " ".join(a for a in sys.argv[1:] if a != "--child")
     lines = [f"Measured by `.venv/bin/python {cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M')} "
              f"UTC, {time.perf_counter() - t0:.0f} s): torch {cpu0['torch']}, "
-             f"{cpu0['threads']} threads, {pairs} rounds of one torch CPU process (unidev "
+             f"{cpu0['threads']} threads, {pairs} round{'s' if pairs > 1 else ''} of one torch CPU "
+             "process (unidev "
              "autoload off; no unidev library mapped) and one process per plugin, alternated; "
              "each figure the best step of its process, ranges over the processes, speed-up = "
              "CPU time / device time pair by pair (> 1: the device is faster).", "",
