@@ -98,6 +98,8 @@ const Row kRows[] = {
     {UD_OP_MSE_LOSS_BACKWARD, F_MSE_B, 0},
     {UD_OP_CONCAT, F_CONCAT, 0},
     {UD_OP_PAD_CONSTANT, F_PAD, 0},
+    {UD_OP_SGD_UPDATE, F_OPTIM, 0},
+    {UD_OP_ADAM_UPDATE, F_OPTIM, 1},
 };
 
 /* The op set's name for input i (concat's variadic input names each of its tensors "tensors"). */
@@ -566,6 +568,30 @@ UD_Error* pool_geometry(const char* op, const int64_t* x, const UD_Attr* at, boo
   return nullptr;
 }
 
+/* optimizer steps: every state tensor has param's dtype and shape (any strides); the scalars
+ * (state_step, grad_scale, found_inf) are one float32/float64 element each */
+static UD_Error* check_optim(const OpInfo& op, const UD_KernelArgs* a) {
+  const bool adam = op.id == UD_OP_ADAM_UPDATE;
+  const int n_state = adam ? UD_IN_ADAM_UPDATE_STATE_STEP : UD_IN_SGD_UPDATE_GRAD_SCALE;
+  const UD_Tensor& p = a->inputs[0];
+  for (int i = 1; i < a->num_inputs; i++) {
+    const UD_Tensor& t = a->inputs[i];
+    if (!ud_kit_present(&t)) continue;
+    if (i < n_state) {
+      UD_KIT_TRY(want_dtype(op.name, "input", in_name(op, i), t, p.dtype));
+      UD_KIT_TRY(want_shape(op.name, "input", in_name(op, i), t, p.ndim, p.shape));
+    } else if (!(dtype_bit(t.dtype) & UD_DTM_FLOAT_GROUP) || ud_kit_numel(&t) != 1) {
+      return INV("%s: input '%s' is %s of shape %s, expected one float32 or float64 element",
+                 op.name, in_name(op, i), ud_kit_dtype_name(t.dtype), shape_str(t).c_str());
+    }
+  }
+  if (!adam && ud_kit_attr_float(a, UD_ATTR_SGD_UPDATE_MOMENTUM) != 0 &&
+      !ud_kit_present(&a->inputs[UD_IN_SGD_UPDATE_MOMENTUM_BUFFER]))
+    return INV("sgd_update: input 'momentum_buffer' is absent, required when momentum = %g (not 0)",
+               ud_kit_attr_float(a, UD_ATTR_SGD_UPDATE_MOMENTUM));
+  return nullptr;
+}
+
 UD_Error* check_args(const OpInfo& op, const UD_KernelArgs* a) {
   UD_KIT_TRY(ud_kit_check_signature(op.id, a));
   for (int i = 0; i < a->num_attrs; i++)
@@ -598,6 +624,7 @@ UD_Error* check_args(const OpInfo& op, const UD_KernelArgs* a) {
     case F_MSE: case F_MSE_B: return check_mse(op, a);
     case F_CONCAT: return check_concat(op, a);
     case F_PAD: return check_pad(op, a);
+    case F_OPTIM: return check_optim(op, a);
     default: return ud_kit_error(UD_ERR_INTERNAL, "%s: no checker for this op family", op.name);
   }
 }

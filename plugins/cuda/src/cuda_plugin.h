@@ -15,7 +15,7 @@ namespace udc {
 enum Family {
   F_COPY, F_CAST, F_FILL, F_ARANGE, F_EW, F_REDUCE, F_ARG, F_MATMUL, F_GEMM, F_CONV, F_CONV_BI,
   F_CONV_BW, F_MAXPOOL, F_MAXPOOL_B, F_AVGPOOL, F_AVGPOOL_B, F_ADAPT, F_ADAPT_B, F_BN, F_BN_B,
-  F_SOFTMAX, F_SOFTMAX_B, F_NLL, F_NLL_B, F_MSE, F_MSE_B, F_CONCAT, F_PAD, F_COUNT
+  F_SOFTMAX, F_SOFTMAX_B, F_NLL, F_NLL_B, F_MSE, F_MSE_B, F_CONCAT, F_PAD, F_OPTIM, F_COUNT
 };
 
 /* Elementwise and reduction kernel codes (OpInfo::code within F_EW / F_REDUCE / F_ARG / ...). */
@@ -138,6 +138,7 @@ UD_Error* launch_concat(const OpInfo&, const UD_KernelArgs*, void*);
 UD_Error* launch_pad(const OpInfo&, const UD_KernelArgs*, void*);
 UD_Error* launch_matmul(const OpInfo&, const UD_KernelArgs*, void*);  /* matmul, gemm */
 UD_Error* launch_conv(const OpInfo&, const UD_KernelArgs*, void*);    /* conv2d (+ backward) */
+UD_Error* launch_optim(const OpInfo&, const UD_KernelArgs*, void*);   /* sgd/adam_update (optim.cu) */
 
 /* memset of 1-, 2-, 4- or 8-byte elements */
 UD_Error* launch_memset(void* dst, uint64_t pattern, uint32_t elem_size, uint64_t count,

@@ -563,6 +563,7 @@ LaunchFn launcher_for(Family f) {
     case F_NLL: case F_NLL_B: case F_MSE: case F_MSE_B: return launch_loss;
     case F_CONCAT: return launch_concat;
     case F_PAD: return launch_pad;
+    case F_OPTIM: return launch_optim;
     default: return nullptr;
   }
 }

@@ -267,6 +267,9 @@ GOOD = [
     ("mse_loss_backward", [((), F32), ((2, 2), F32), ((2, 2), F32)], [((2, 2), F32)], {}),
     ("concat", [((2, 3), F32), ((2, 1), F32)], [((2, 4), F32)], {"axis": 1}),
     ("pad_constant", [((2, 3), F32)], [((3, 6), F32)], {"pads": (1, 0, 1, 2)}),
+    ("sgd_update", [((2, 3), F32), ((2, 3), F32, (1, 2)), ((2, 3), F32), ((), F32), ((1,), F32)],
+     [], {"momentum": 0.9}),
+    ("adam_update", [((5,), "float64")] * 4 + [None, ((), F32), None, ((), "float64")], [], {}),
 ]
 
 
@@ -343,6 +346,13 @@ BAD = [
     ("concat", [((2, 3), F32), ((3, 1), F32)], [((2, 4), F32)], {"axis": 1}, ["tensors[1]"]),
     ("pad_constant", [((2, 3), F32)], [((3, 6), F32)], {"pads": (1, 0)}, ["pads", "4"]),
     ("pad_constant", [((2, 3), F32)], [((3, 6), F32)], {"pads": (1, 0, -1, 2)}, ["negative"]),
+    ("sgd_update", [((3,), F32), ((3,), F32), None, None, None], [], {"momentum": 0.5},
+     ["momentum_buffer", "0.5"]),
+    ("sgd_update", [((3,), F32), ((4,), F32), None, None, None], [], {}, ["'grad'", "(4,)"]),
+    ("adam_update", [((3,), F32)] * 3 + [((3,), "float64"), None, None, None, None], [], {},
+     ["'exp_avg_sq'", "float64"]),
+    ("adam_update", [((3,), F32)] * 4 + [None, ((2,), F32), None, None], [], {},
+     ["'state_step'", "one float32"]),
     ("copy", [((2, 3), F32, (3, -1))], [((2, 3), F32)], {}, ["strides[1]", ">= 0"]),
     ("copy", [((2, -3), F32, (3, 1))], [((2, 3), F32)], {}, ["shape[1]", ">= 0"]),
 ]
