@@ -74,15 +74,21 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
 
 
-def markdown_table(cases: Sequence[Case], impls: Sequence[str], base: str, subject: str) -> str:
-    """A markdown table: one row per case, rates per implementation and subject/base ratio."""
+def markdown_table(cases: Sequence[Case], impls: Sequence[str], base: str, subject: str,
+                   ranges: dict[str, str] | None = None) -> str:
+    """A markdown table: one row per case, rates per implementation and subject/base ratio;
+    with `ranges` (case name -> text), a column of the ratio's range over process pairs."""
     head = ["group", "case", "unit", *impls, f"{subject} / {base}"]
+    if ranges is not None:
+        head.append("range over pairs")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cases:
         rates = [f"{c.rate(i):.1f}" if c.rate(i) is not None else "—" for i in impls]
         r = c.ratio(subject, base)
-        lines.append("| " + " | ".join([c.group, c.name, c.unit, *rates,
-                                        f"{r:.2f}×" if r is not None else "—"]) + " |")
+        cells = [c.group, c.name, c.unit, *rates, f"{r:.2f}×" if r is not None else "—"]
+        if ranges is not None:
+            cells.append(ranges.get(c.name, ""))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

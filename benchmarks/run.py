@@ -1,21 +1,26 @@
-"""Kernel benchmark of a host-memory unidev plugin (default x86) vs torch CPU vs numpy, one process.
+"""Kernel benchmark of a host-memory unidev plugin (default x86) vs torch CPU vs numpy.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--device x86] [--out benchmarks/results]
+    .venv/bin/python benchmarks/run.py [--quick] [--device x86] [--pairs 3] [--threads N]
+        [--lock FILE] [--out benchmarks/results]
 
-The plugin is called through unidev._C kernels with descriptors prepared once (what the framework
-adapters do per call; a few microseconds of pybind11 conversion remain), so Python-side checks of
-unidev.ops stay out of the numbers. Writes <out>/<device>.md (the table README includes) and
-<out>/<device>.png (ratios vs torch).
+Baselines and the plugin run in their own processes, alternated (baseline, plugin, plugin,
+baseline, ...; `--pairs` rounds): a baseline process times torch and numpy with unidev's
+autoload off and no unidev library mapped (checked), a plugin process times the plugin through
+unidev._C kernels with descriptors prepared once (what the framework adapters do per call; a few
+microseconds of pybind11 conversion remain) and runs no torch kernel, so Python-side checks of
+unidev.ops stay out of the numbers and neither library's state (thread pools, OpenMP runtimes,
+allocators) can touch the other's figures. Rates are the best over all processes; ratios are
+given per pair as min–max. Writes <out>/<device>.md (full table), <out>/<device>_summary.md
+(README's table), <out>/<device>.json and <out>/<device>.png (ratios vs torch).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
-import shutil
-import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,14 +44,20 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import unidev  # noqa: E402
-from unidev.contract import opset  # noqa: E402
-from unidev.core import ops as uops  # noqa: E402
-from unidev.core import shapes  # noqa: E402
-from unidev.core.errors import UnsupportedError  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import RESULTS, Case, geomean, markdown_table, measure, ratio_plot  # noqa: E402
+from _machine import Machine  # noqa: E402
+from _timing import (  # noqa: E402
+    BASELINE_ENV,
+    RESULTS,
+    Case,
+    alternate,
+    fmt_range,
+    geomean,
+    mapped_unidev_libraries,
+    markdown_table,
+    measure,
+    ratio_plot,
+)
 
 # ResNet-18 at 224x224: every distinct conv layer as (C, H, K, kernel, stride, padding).
 RESNET18_CONVS = [
@@ -60,18 +71,31 @@ CONV_ALGOS = ("auto", "onednn", "im2col", "winograd", "direct")
 
 
 class Plugin:
-    """Prepared calls into one plugin device."""
+    """Prepared calls into one plugin device; inactive (a baseline process): no unidev code runs,
+    arrays and calls are None."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, active: bool = True) -> None:
         self.device = device
+        self.active = active
         self.rng = np.random.default_rng(0)
 
-    def array(self, a: np.ndarray) -> unidev.DeviceArray:
+    def array(self, a: np.ndarray):
+        if not self.active:
+            return None
+        import unidev
+
         return unidev.DeviceArray.from_numpy(np.ascontiguousarray(a), device=self.device)
 
     def prepared(self, op: str, *inputs, **attrs) -> Callable[[], None] | None:
         """A callable running `op` through the plugin kernel, outputs allocated once; None when
-        the plugin has no kernel for it."""
+        the plugin has no kernel for it or the plugin is inactive."""
+        if not self.active:
+            return None
+        from unidev.contract import opset
+        from unidev.core import ops as uops
+        from unidev.core import shapes
+        from unidev.core.errors import UnsupportedError
+
         try:
             outs = uops.call(op, *inputs, **attrs)  # validates and allocates once
         except UnsupportedError as e:
@@ -251,26 +275,6 @@ def conv_summary(cases: list[Case]) -> tuple[str, float]:
     return "\n".join(lines), gm["unidev:auto"]
 
 
-def fma_peak(threads: int) -> float | None:
-    """This CPU's FP32 FMA throughput on `threads` threads in GFLOP/s (benchmarks/fma_peak.c,
-    built with the system C compiler into the user's cache), or None without a compiler."""
-    cc = shutil.which(os.environ.get("CC", "cc"))
-    if cc is None:
-        print("skipped the FMA peak: no C compiler (set CC)")
-        return None
-    exe = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "unidev" / "fma_peak"
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    src = Path(__file__).resolve().parent / "fma_peak.c"
-    subprocess.run([cc, "-O2", "-march=native", "-o", str(exe), str(src), "-lpthread"],
-                   check=True)
-    best = 0.0
-    for _ in range(3):  # best of three: another process may take a core for a while
-        out = subprocess.run([str(exe), str(threads), "0.3"], capture_output=True, text=True,
-                             check=True).stdout
-        best = max(best, float(re.match(r"([\d.]+) GFLOP/s", out).group(1)))
-    return best
-
-
 def bandwidth_fractions(memory: list[Case]) -> list[tuple[Case, float]]:
     """unidev's rate of each elementwise and reduction case over the best copy rate (any
     implementation) at the same working-set size: 1M-element cases (4 MB operands, L3-resident)
@@ -289,15 +293,117 @@ def bandwidth_fractions(memory: list[Case]) -> list[tuple[Case, float]]:
 
 
 def _shown_args() -> str:
-    """The command-line options that shape the numbers (not --out)."""
+    """The command-line options that shape the numbers (not --out, --lock)."""
     argv, shown = sys.argv[1:], []
     while argv:
         a = argv.pop(0)
-        if a == "--out":
+        if a in ("--out", "--lock"):
             argv = argv[1:]
-        elif not a.startswith("--out="):
+        elif not a.startswith(("--out=", "--lock=")):
             shown.append(a)
     return " ".join(shown)
+
+
+def build_cases(p: Plugin, quick: bool, batch: int) -> tuple[list[Case], list[Case], list[Case]]:
+    return memory_cases(p, quick), gemm_cases(p, quick), conv_cases(p, quick, batch)
+
+
+def _child(args: argparse.Namespace, role: str) -> None:
+    """One process's measurements: role "baseline" (torch, numpy) or "plugin" (unidev), as JSON."""
+    threads = args.threads or os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    p = Plugin(args.device, active=role == "plugin")
+    reps, min_time = (2, 0.005) if args.quick else (2, 0.03)
+    reps = args.reps or reps
+    groups = build_cases(p, args.quick, args.batch)
+    for cases in groups:
+        for c in cases:  # each process runs only its own side
+            c.impls = {n: f for n, f in c.impls.items() if (n.startswith("unidev")) == p.active}
+    measure(groups[0], reps, min_time, log=None)
+    measure(groups[1], reps, min_time, log=None)
+    measure(groups[2], max(1, reps - 1) if args.quick else reps, min_time, log=None)
+    print(json.dumps({"role": role, "torch": torch.__version__, "numpy": np.__version__,
+                      "threads": threads, "unidev_libraries": mapped_unidev_libraries(),
+                      "cases": [[c.group, c.name, c.work, c.unit, c.seconds]
+                                for cases in groups for c in cases]}))
+
+
+def merged(results: list[dict]) -> tuple[list[Case], list[Case], list[Case]]:
+    """The cases of child results, each implementation's best time over them."""
+    cases: dict[tuple[str, str], Case] = {}
+    for d in results:
+        for group, name, work, unit, seconds in d["cases"]:
+            c = cases.setdefault((group, name), Case(group, name, work, unit, {}))
+            for impl, t in seconds.items():
+                c.seconds[impl] = min(t, c.seconds.get(impl, t))
+    all_cases = list(cases.values())
+    conv = [c for c in all_cases if c.group == "conv2d"]
+    gemm = [c for c in all_cases if c.group == "sgemm"]
+    memory = [c for c in all_cases if c.group not in ("conv2d", "sgemm")]
+    for c in conv:  # the plain table shows the "auto" choice; the summary shows every algorithm
+        if "unidev:auto" in c.seconds:
+            c.seconds["unidev"] = c.seconds["unidev:auto"]
+    return memory, gemm, conv
+
+
+def summary(memory: list[Case], gemm: list[Case], conv: list[Case]) -> dict[str, float]:
+    """The headline ratios of one set of measurements (unidev / torch speed)."""
+    out = {"sgemm": geomean([c.ratio("unidev", "torch") for c in gemm]),
+           "conv": conv_summary(conv)[1],
+           "memory": geomean([c.ratio("unidev", "torch") for c in memory
+                              if c.group in ("elementwise", "reduction")])}
+    for c in memory + gemm + conv:
+        out[c.name] = c.ratio("unidev", "torch")
+    return out
+
+
+def readme_summary(memory: list[Case], gemm: list[Case], conv: list[Case],
+                   per_pair: list[dict[str, float]], machine: Machine, low: tuple) -> str:
+    """README's table: rates (best over the processes) and ratio ranges over the pairs."""
+    def rng(key: str) -> str:
+        return fmt_range([d.get(key) for d in per_pair], unit="×")
+
+    def rate(name: str, impl: str) -> str:
+        c = next((c for c in memory + gemm + conv if c.name == name), None)
+        r = c.rate(impl) if c else None
+        return "—" if r is None else f"{r:.3g}"
+
+    def rates(names: list[str], impl: str) -> str:
+        return " / ".join(rate(n, impl) for n in names)
+
+    def ranges(names: list[str]) -> str:
+        return " / ".join(rng(n) for n in names)
+
+    sizes = [c.name.split()[-1] for c in gemm]
+    stem = [c.name for c in conv if c.name.endswith("7x7/2")
+            and not c.name.startswith("bwd_weight")]
+    names = [c.name for c in gemm]
+    rows = ["| case | unidev | torch | ratio (range over pairs) |", "|---|---|---|---|"]
+    if machine.peak:
+        rows.append(f"| FP32 FMA peak, {machine.threads} threads (`benchmarks/fma_peak.c`, "
+                    f"same run) | {machine.peak:.0f} GFLOP/s | | |")
+    rows += [f"| copy bandwidth at {k} (`benchmarks/copy_bw.c`, same run) | {v:.0f} GB/s | | |"
+             for k, v in machine.copy.items()]
+    rows += [f"| sgemm {' / '.join(sizes)} (GFLOP/s) | {rates(names, 'unidev')} | "
+             f"{rates(names, 'torch')} | geomean {rng('sgemm')} |",
+             f"| ResNet-18 conv layers, fwd + both bwd, `auto` | | | geomean {rng('conv')} |"]
+    if stem:
+        rows.append(f"| conv 7×7/2 stem fwd / bwd-input (GFLOP/s) | {rates(stem, 'unidev')} | "
+                    f"{rates(stem, 'torch')} | {ranges(stem)} |")
+    rows.append("| elementwise + reductions (add, mul, relu, exp, sum, max) | | | geomean "
+                f"{rng('memory')} |")
+    if low[0] is not None:
+        rows.append(f"| lowest fraction of a same-size copy's bandwidth (exp excluded) | "
+                    f"{low[1]:.0%} ({low[0].name}) | | |")
+    for group in (["copy 1M", "add 1M"], ["add 16M", "relu 16M"], ["exp 1M", "exp 16M"],
+                  ["sum all 4096x4096", "max rows 4096x4096"],
+                  ["softmax rows 4096x4096", "max_pool2d 3x3/2 8x64x112²"],
+                  ["batch_norm train 8x64x56²"]):
+        have = [n for n in group if any(c.name == n for c in memory)]
+        if have:
+            rows.append(f"| {' / '.join(have)} (GB/s) | {rates(have, 'unidev')} | "
+                        f"{rates(have, 'torch')} | {ranges(have)} |")
+    return "\n".join(rows)
 
 
 def main() -> None:
@@ -306,69 +412,81 @@ def main() -> None:
     ap.add_argument("--device", default="x86")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--batch", type=int, default=8, help="conv batch size")
-    ap.add_argument("--reps", type=int, default=0, help="interleaved rounds (default 5, quick 2)")
+    ap.add_argument("--pairs", type=int, default=0, help="process pairs (default 3, quick 1)")
+    ap.add_argument("--reps", type=int, default=0, help="interleaved rounds in each process "
+                    "(default 2)")
     ap.add_argument("--threads", type=int, default=0, help="threads for every library "
                     "(default: all cores); set before any library starts its pool")
+    ap.add_argument("--lock", default="", help="hold this flock file during each round")
+    ap.add_argument("--child", choices=("baseline", "plugin"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    p = Plugin(args.device)
+    if args.child:
+        _child(args, args.child)
+        return
     threads = args.threads or os.cpu_count() or 1
     n_threads = f"{threads} thread" + ("s" if threads != 1 else "")
-    torch.set_num_threads(threads)
-    reps, min_time = (2, 0.005) if args.quick else (5, 0.03)
-    reps = args.reps or reps
-    print(f"unidev {args.device} vs torch {torch.__version__} vs numpy {np.__version__}, "
-          f"{n_threads}, best of {reps} interleaved rounds")
-
-    load_start = os.getloadavg()[0]  # others' processes on the cores show up here
-    memory = memory_cases(p, args.quick)
-    measure(memory, reps, min_time)
-    peak = fma_peak(threads)  # measured around the dense cases; the best counts
-    gemm = gemm_cases(p, args.quick)
-    measure(gemm, reps, min_time)
-    conv = conv_cases(p, args.quick, args.batch)
-    measure(conv, max(2, reps - 2), min_time)
-    peak = peak and max(peak, fma_peak(threads) or 0.0)
-
-    for c in conv:  # the plain table shows the "auto" choice; the summary shows every algorithm
-        if "unidev:auto" in c.seconds:
-            c.seconds["unidev"] = c.seconds["unidev:auto"]
+    pairs = args.pairs or (1 if args.quick else 3)
+    child = [sys.executable, __file__, "--device", args.device, "--batch", str(args.batch),
+             "--reps", str(args.reps), "--threads", str(threads), *(["--quick"] * args.quick),
+             "--child"]
+    env = {"UNIDEV_X86_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)
+           } if args.threads else {}
+    machine = Machine(threads=threads)
+    machine.measure()
+    t0 = time.perf_counter()
+    runs = alternate([("baseline", [*child, "baseline"], {**BASELINE_ENV, **env}),
+                      ("plugin", [*child, "plugin"], {"UNIDEV_PLUGINS": args.device, **env,
+                                                      "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})],
+                     pairs, lock=args.lock or None, log=print)
+    machine.measure()
+    leaked = {lib for d in runs["baseline"] if d for lib in d["unidev_libraries"]}
+    if leaked or not all(runs["baseline"]) or not all(runs["plugin"]):
+        sys.exit(f"a child failed or the baseline was not clean (mapped: {sorted(leaked)})")
+    base0 = runs["baseline"][0]
+    memory, gemm, conv = merged(runs["baseline"] + runs["plugin"])
+    per_pair = [summary(*merged([b, u])) for b, u in zip(runs["baseline"], runs["plugin"],
+                                                         strict=True)]
     fractions = bandwidth_fractions(memory)
     bound = [(c, f) for c, f in fractions if not c.name.startswith("exp")]
     low_case, low = min(bound, key=lambda cf: cf[1]) if bound else (None, float("nan"))
-    conv_table, conv_gm = conv_summary(conv)
-    sgemm_gm = geomean([c.ratio("unidev", "torch") for c in gemm])
-    mem_bound = [c for c in memory if c.group in ("elementwise", "reduction")]
+    conv_table, _ = conv_summary(conv)
     big = max(gemm, key=lambda c: c.work)
+    peak = machine.peak
+
+    def rng(key: str) -> str:
+        return fmt_range([d.get(key) for d in per_pair], unit="×")
+
     lines = [
         f"Measured by `python benchmarks/run.py {_shown_args()}` "
-        f"({n_threads}, torch {torch.__version__}, numpy {np.__version__}); "
-        "rates are GB/s (bytes read + written) or GFLOP/s; ratio > 1 means unidev is faster. "
-        f"1-minute load average at start / end: {load_start:.2f} / {os.getloadavg()[0]:.2f} "
-        f"on {os.cpu_count()} cores (other processes on the cores slow every library's "
-        "multi-threaded figures, unevenly).",
+        f"({time.strftime('%Y-%m-%d %H:%M')} UTC, {time.perf_counter() - t0:.0f} s; "
+        f"{n_threads}, torch {base0['torch']}, numpy {base0['numpy']}): {pairs} round"
+        f"{'s' if pairs > 1 else ''} of one baseline process (torch, numpy; unidev autoload off, "
+        "no unidev library mapped) and one plugin process, alternated. Rates are GB/s (bytes "
+        "read + written) or GFLOP/s, the best over the processes; ratio > 1 means unidev is "
+        "faster; ranges are min–max over the process pairs.",
         "",
-        f"- sgemm vs torch, geometric mean: **{sgemm_gm:.2f}×** (target ≥ 1.6×)",
+        *machine.lines(),
+        f"- sgemm vs torch, geometric mean: **{rng('sgemm')}** (target ≥ 1.6×)",
     ]
     if peak:
         lines.append(
-            f"- FP32 FMA peak of this CPU on {n_threads} (`benchmarks/fma_peak.c`, same run): "
-            f"**{peak:.0f} GFLOP/s**; at {big.name} torch reaches {big.rate('torch'):.0f} "
-            f"({big.rate('torch') / peak:.0%} of peak), unidev {big.rate('unidev'):.0f} "
+            f"- at {big.name} torch reaches {big.rate('torch'):.0f} GFLOP/s "
+            f"({big.rate('torch') / peak:.0%} of the FMA peak), unidev {big.rate('unidev'):.0f} "
             f"({big.rate('unidev') / peak:.0%}): 1.6× torch would need "
             f"{1.6 * big.rate('torch') / peak:.0%} of peak")
     lines += [
-        f"- ResNet-18 conv layers, fwd + both bwd, `auto`: **{conv_gm:.2f}×** (target ≥ 1.3×)",
-        f"- elementwise + reductions vs torch: **"
-        f"{geomean([c.ratio('unidev', 'torch') for c in mem_bound]):.2f}×** (target ≥ 1.0×); "
-        f"lowest fraction of the copy bandwidth at the same size: **{low:.0%}** "
+        f"- ResNet-18 conv layers, fwd + both bwd, `auto`: **{rng('conv')}** (target ≥ 1.3×)",
+        f"- elementwise + reductions vs torch: **{rng('memory')}** (target ≥ 1.0×); "
+        f"lowest fraction of the copy bandwidth at the same size (best rates): **{low:.0%}** "
         f"({low_case.name if low_case else '—'}; target ≥ 85 %). Per case: "
         + ", ".join(f"{c.name} {f:.0%}" for c, f in fractions)
         + ". exp is compute-bound (a polynomial per element) and not held to the copy rate.",
         "",
-        markdown_table(memory + gemm + conv, ["unidev", "torch", "numpy"], "torch", "unidev"),
+        markdown_table(memory + gemm + conv, ["unidev", "torch", "numpy"], "torch", "unidev",
+                       ranges={c.name: rng(c.name) for c in memory + gemm + conv}),
         "",
         "Conv2d per ResNet-18 layer, fwd + bwd_input + bwd_weight time of torch / of unidev, per "
-        "`algorithm`:",
+        "`algorithm` (best times over the processes):",
         "",
         conv_table,
     ]
@@ -376,10 +494,17 @@ def main() -> None:
     print()
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.device}.md").write_text(text)
-    ratio_plot(args.out / f"{args.device}.png", memory + gemm + conv, "unidev", "torch",
-               f"unidev-{args.device} vs torch {torch.__version__} CPU ({n_threads})")
-    print(f"wrote {args.out / (args.device + '.md')} and {args.out / (args.device + '.png')}")
+    name = args.device + ("_quick" if args.quick else "")
+    (args.out / f"{name}.md").write_text(text)
+    head = lines[0].replace(" Rates are", "\n\nRates are", 1)
+    (args.out / f"{name}_summary.md").write_text(
+        f"{head}\n\n" + readme_summary(memory, gemm, conv, per_pair, machine,
+                                       (low_case, low)) + "\n")
+    (args.out / f"{name}.json").write_text(json.dumps(
+        {"machine": machine.__dict__, "pairs": pairs, "runs": runs}, indent=1) + "\n")
+    ratio_plot(args.out / f"{name}.png", memory + gemm + conv, "unidev", "torch",
+               f"unidev-{args.device} vs torch {base0['torch']} CPU ({n_threads})")
+    print(f"wrote {args.out / (name + '.md')}, {name}_summary.md, {name}.json, {name}.png")
 
 
 if __name__ == "__main__":
