@@ -118,6 +118,7 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
+  if (p.cg() == 1) return Algo::direct;  // depthwise: ISPC loops on NCHW (conv_direct.cpp)
   if (kOneDNN && is_f32) {
     const bool bwd_x = c.dir == ConvDir::backward_input;
     const int64_t side = c.dir == ConvDir::backward_weight ? 14 : 28, chans = 128;
