@@ -1,7 +1,7 @@
 """Kernel benchmark of a host-memory unidev plugin (default x86) vs torch CPU vs numpy.
 
     .venv/bin/python benchmarks/run.py [--quick] [--device x86] [--pairs 3] [--threads N]
-        [--lock FILE] [--out benchmarks/results]
+        [--algos auto,onednn,winograd|all] [--lock FILE] [--out benchmarks/results]
 
 Baselines and the plugin run in their own processes, alternated (baseline, plugin, plugin,
 baseline, ...; `--pairs` rounds): a baseline process times torch and numpy with unidev's
@@ -68,6 +68,9 @@ RESNET18_CONVS = [
     (256, 14, 512, 3, 2, 1), (512, 7, 512, 3, 1, 1), (256, 14, 512, 1, 2, 0),
 ]
 CONV_ALGOS = ("auto", "onednn", "im2col", "winograd", "direct")
+# The default set: "direct" and "im2col" are the plugin's slow fallbacks, and timing them on every
+# ResNet-18 layer took most of a full run (a 112 s plugin process of 131 s a round).
+DEFAULT_ALGOS = ("auto", "onednn", "winograd")
 
 
 class Plugin:
@@ -243,9 +246,8 @@ def conv_layer_cases(p: Plugin, layer: tuple, batch: int, algos: tuple[str, ...]
     return cases
 
 
-def conv_cases(p: Plugin, quick: bool, batch: int) -> list[Case]:
+def conv_cases(p: Plugin, quick: bool, batch: int, algos: tuple[str, ...]) -> list[Case]:
     layers = RESNET18_CONVS[1:3] if quick else RESNET18_CONVS
-    algos = tuple(a for a in CONV_ALGOS if not (quick and a == "direct"))
     return [case for layer in layers for case in conv_layer_cases(p, layer, batch, algos)]
 
 
@@ -254,7 +256,7 @@ def conv_summary(cases: list[Case]) -> tuple[str, float]:
     layers: dict[str, list[Case]] = {}
     for c in cases:
         layers.setdefault(c.name.split(" ", 1)[1], []).append(c)
-    algos = [f"unidev:{a}" for a in CONV_ALGOS]
+    algos = [f"unidev:{a}" for a in CONV_ALGOS if any(f"unidev:{a}" in c.seconds for c in cases)]
     lines = ["| layer (batch 8) | " + " | ".join(a.split(":")[1] for a in algos) + " |",
              "|---|" + "---|" * len(algos)]
     per_algo: dict[str, list[float]] = {a: [] for a in algos}
@@ -304,8 +306,9 @@ def _shown_args() -> str:
     return " ".join(shown)
 
 
-def build_cases(p: Plugin, quick: bool, batch: int) -> tuple[list[Case], list[Case], list[Case]]:
-    return memory_cases(p, quick), gemm_cases(p, quick), conv_cases(p, quick, batch)
+def build_cases(p: Plugin, quick: bool, batch: int, algos: tuple[str, ...],
+                ) -> tuple[list[Case], list[Case], list[Case]]:
+    return memory_cases(p, quick), gemm_cases(p, quick), conv_cases(p, quick, batch, algos)
 
 
 def _child(args: argparse.Namespace, role: str) -> None:
@@ -315,7 +318,7 @@ def _child(args: argparse.Namespace, role: str) -> None:
     p = Plugin(args.device, active=role == "plugin")
     reps, min_time = (2, 0.005) if args.quick else (2, 0.03)
     reps = args.reps or reps
-    groups = build_cases(p, args.quick, args.batch)
+    groups = build_cases(p, args.quick, args.batch, tuple(args.algos.split(",")))
     for cases in groups:
         for c in cases:  # each process runs only its own side
             c.impls = {n: f for n, f in c.impls.items() if (n.startswith("unidev")) == p.active}
@@ -417,9 +420,16 @@ def main() -> None:
                     "(default 2)")
     ap.add_argument("--threads", type=int, default=0, help="threads for every library "
                     "(default: all cores); set before any library starts its pool")
+    ap.add_argument("--algos", default=",".join(DEFAULT_ALGOS), help="conv algorithms, "
+                    f"comma-separated, or 'all' ({','.join(CONV_ALGOS)})")
     ap.add_argument("--lock", default="", help="hold this flock file during each round")
     ap.add_argument("--child", choices=("baseline", "plugin"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.algos = ",".join(CONV_ALGOS) if args.algos == "all" else args.algos
+    if bad := [a for a in args.algos.split(",") if a not in CONV_ALGOS]:
+        ap.error(f"--algos: unknown {', '.join(bad)}; expected some of {', '.join(CONV_ALGOS)}")
+    if "auto" not in args.algos.split(","):
+        ap.error("--algos must include auto (the headline figures are auto's)")
     if args.child:
         _child(args, args.child)
         return
@@ -427,7 +437,8 @@ def main() -> None:
     n_threads = f"{threads} thread" + ("s" if threads != 1 else "")
     pairs = args.pairs or (1 if args.quick else 3)
     child = [sys.executable, __file__, "--device", args.device, "--batch", str(args.batch),
-             "--reps", str(args.reps), "--threads", str(threads), *(["--quick"] * args.quick),
+             "--reps", str(args.reps), "--threads", str(threads), "--algos", args.algos,
+             *(["--quick"] * args.quick),
              "--child"]
     env = {"UNIDEV_X86_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)
            } if args.threads else {}

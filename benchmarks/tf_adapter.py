@@ -238,7 +238,7 @@ def main() -> int:
     from unidev.core import discovery
 
     plugins = [n for n in args.plugins.split(",") if n] or [
-        r.name for r in discovery.discover() if r.usable and r.name != "cuda"]
+        r.name for r in discovery.discover() if r.usable]
     pairs = args.pairs or (1 if args.quick else 3)
     child = [sys.executable, __file__, "--child", "--rows", ",".join(keys)] + (
         ["--quick"] if args.quick else [])
