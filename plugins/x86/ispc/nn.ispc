@@ -35,33 +35,132 @@ typedef uniform struct UD_Pool2d *uniform Geom;
 UD_WINDOW(varying)
 UD_WINDOW(uniform)
 
+// Fast rows: x's rows unit-stride, stride 1 or 2 (2 with dilation 1). A chunk of programCount
+// outputs from ow0 whose windows lie inside the row reads contiguous vectors: stride 2 loads
+// two and deinterleaves them with shuffles, even lanes for tap s, odd ones for tap s + 1.
+static inline uniform bool ud_pool_fast(Geom g) {
+  return g->xs[1] == 1 && (g->sw == 1 || (g->sw == 2 && g->dw == 1));
+}
+// The last element past a chunk's first input column that a fast chunk reads.
+static inline uniform int64 ud_pool_reach(Geom g) {
+  return g->sw == 1 ? (g->kw - 1) * g->dw + programCount - 1
+                    : ((g->kw - 1) & ~1) + 2 * programCount - 1;
+}
+// The end of the run of fast chunks from ow0 (windows inside the row, whole chunks).
+static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
+  if (!ud_pool_fast(g)) return ow0;
+  uniform int64 ow = ow0;
+  while (ow + programCount <= g->ow && ow * g->sw - g->pw >= 0 &&
+         ow * g->sw - g->pw + ud_pool_reach(g) < g->w)
+    ow += programCount;
+  return ow;
+}
+// TAP(v, s) for every tap s of a fast chunk whose first input column is at `row`.
+#define UD_POOL_TAPS(T, TAP)                                                               \
+  if (g->sw == 1) {                                                                        \
+    for (uniform int64 s = 0; s < g->kw; s++) {                                            \
+      const T v = row[s * g->dw + programIndex];                                           \
+      TAP(v, s)                                                                            \
+    }                                                                                      \
+  } else {                                                                                 \
+    for (uniform int64 s = 0; s < g->kw; s += 2) {                                         \
+      const T v0 = row[s + programIndex], v1 = row[s + programCount + programIndex];      \
+      const T even = shuffle(v0, v1, 2 * programIndex);                                    \
+      TAP(even, s)                                                                         \
+      if (s + 1 < g->kw) {                                                                 \
+        const T odd = shuffle(v0, v1, 2 * programIndex + 1);                               \
+        TAP(odd, s + 1)                                                                    \
+      }                                                                                    \
+    }                                                                                      \
+  }
+// max: the first tap seen, then a larger value or a nan takes it (index: h * W + w)
+#define UD_MAX_TAP(v, s)                                                                   \
+  {                                                                                        \
+    const uniform int64 here = h * g->w + ow0 * g->sw - g->pw + (s) * g->dw;               \
+    if (!any) {                                                                            \
+      best = v;                                                                            \
+      at = here;                                                                           \
+    } else if (v > best || v != v) {                                                       \
+      best = v;                                                                            \
+      at = here;                                                                           \
+    }                                                                                      \
+    any = true;                                                                            \
+  }
+#define UD_SUM_TAP(v, s) sum += (double)v;
+// out[oh, ow0 + lane] = v: a vector store when the row is unit-stride (else a scatter)
+#define UD_POOL_STORE(out, st, v)                                                          \
+  if (g->st[1] == 1)                                                                       \
+    out[oh * g->st[0] + ow0 + programIndex] = v;                                           \
+  else                                                                                     \
+    out[oh * g->st[0] + (ow0 + programIndex) * g->st[1]] = v;
+// The adds of a fast chunk's gradient v (one per output lane) into the input row at `row`:
+// stride 1 adds it per tap; stride 2 interleaves two taps' values into two vector adds.
+#define UD_POOL_SPREAD(T, v)                                                               \
+  if (g->sw == 1) {                                                                        \
+    for (uniform int64 s = 0; s < g->kw; s++) row[s + programIndex] += v;                  \
+  } else {                                                                                 \
+    const int32 lo = (programIndex & 1) * programCount + (programIndex >> 1);              \
+    const int32 hi = lo + programCount / 2;                                                \
+    for (uniform int64 s = 0; s < g->kw; s += 2) {                                         \
+      const T odd = s + 1 < g->kw ? v : (T)0;                                              \
+      row[s + programIndex] += shuffle(v, odd, lo);                                        \
+      row[s + programCount + programIndex] += shuffle(v, odd, hi);                         \
+    }                                                                                      \
+  }
+
 #define UD_POOL(sfx, T, _)                                                                 \
   /* max over each window; indices are h * W + w; a larger value or a nan takes the tap */  \
+  static inline void ud_max_pool_cells_##sfx(Geom g, const uniform T *uniform x,           \
+                                             uniform T *uniform y, uniform int64 *uniform idx, \
+                                             uniform int64 oh, uniform int64 from,         \
+                                             uniform int64 to) {                           \
+    foreach (ow = from ... to) {                                                           \
+      T best = 0;                                                                          \
+      int64 at = -1;                                                                       \
+      for (uniform int64 r = 0; r < g->kh; r++) {                                          \
+        const uniform int64 h = oh * g->sh - g->ph + r * g->dh;                            \
+        if (h < 0 || h >= g->h) continue;                                                  \
+        for (uniform int64 s = 0; s < g->kw; s++) {                                        \
+          const int32 w = ow * (int32)g->sw - (int32)g->pw + (int32)(s * g->dw);           \
+          if (w >= 0 && w < g->w) {                                                        \
+            T v = x[h * g->xs[0] + (int64)w * g->xs[1]];                                   \
+            if (at < 0 || v > best || v != v) {                                           \
+              best = v;                                                                    \
+              at = h * g->w + w;                                                           \
+            }                                                                              \
+          }                                                                                \
+        }                                                                                  \
+      }                                                                                    \
+      y[oh * g->ys[0] + ow * g->ys[1]] = best;                                             \
+      idx[oh * g->is[0] + ow * g->is[1]] = at;                                             \
+    }                                                                                      \
+  }                                                                                        \
   export void ud_max_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_,           \
                                 uniform int64 *uniform idx) {                              \
     const uniform T *uniform x = (const uniform T *uniform)x_;                             \
     uniform T *uniform y = (uniform T * uniform) y_;                                       \
-    for (uniform int64 oh = 0; oh < g->oh; oh++) /* rows uniform: scalar row arithmetic */ \
-      foreach (ow = 0 ... g->ow) {                                                         \
+    for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
+      uniform int64 ow0 = 0;                                                               \
+      while (ow0 < g->ow && ow0 * g->sw - g->pw < 0) ow0++;                                \
+      ow0 = min(ow0, g->ow);                                                               \
+      ud_max_pool_cells_##sfx(g, x, y, idx, oh, 0, ow0);                                   \
+      const uniform int64 fast_end = ud_pool_fast_end(g, ow0);                             \
+      for (; ow0 < fast_end; ow0 += programCount) {                                        \
         T best = 0;                                                                        \
         int64 at = -1;                                                                     \
+        uniform bool any = false;                                                          \
         for (uniform int64 r = 0; r < g->kh; r++) {                                        \
           const uniform int64 h = oh * g->sh - g->ph + r * g->dh;                          \
           if (h < 0 || h >= g->h) continue;                                                \
-          for (uniform int64 s = 0; s < g->kw; s++) {                                      \
-            const int32 w = ow * (int32)g->sw - (int32)g->pw + (int32)(s * g->dw);         \
-            if (w >= 0 && w < g->w) {                                                      \
-              T v = x[h * g->xs[0] + (int64)w * g->xs[1]];                                 \
-              if (at < 0 || v > best || v != v) {                                         \
-                best = v;                                                                  \
-                at = h * g->w + w;                                                         \
-              }                                                                            \
-            }                                                                              \
-          }                                                                                \
+          const uniform T *uniform row = x + h * g->xs[0] + ow0 * g->sw - g->pw;           \
+          UD_POOL_TAPS(T, UD_MAX_TAP)                                                      \
         }                                                                                  \
-        y[oh * g->ys[0] + ow * g->ys[1]] = best;                                           \
-        idx[oh * g->is[0] + ow * g->is[1]] = at;                                           \
+        if (any) at += programIndex * g->sw;                                               \
+        UD_POOL_STORE(y, ys, best)                                                         \
+        UD_POOL_STORE(idx, is, at)                                                         \
       }                                                                                    \
+      ud_max_pool_cells_##sfx(g, x, y, idx, oh, ow0, g->ow);                               \
+    }                                                                                      \
   }                                                                                        \
   /* gx = 0, then gx[idx] += gy; false (*bad = the index) at an index outside the plane */ \
   export uniform int32 ud_max_pool_backward_##sfx(Geom g, void *uniform gx_,               \
@@ -70,37 +169,105 @@ UD_WINDOW(uniform)
                                                  uniform int64 *uniform bad) {             \
     uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
-    foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;          \
-    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+    const uniform int64 cells = g->h * g->w;                                               \
+    const uniform bool dense = g->xs[1] == 1 && g->xs[0] == g->w; /* i is the offset */    \
+    if (dense)                                                                             \
+      foreach (i = 0 ... cells) gx[i] = 0;                                                 \
+    else                                                                                   \
+      foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;        \
+    for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
+      const uniform T *uniform gyr = gy + oh * g->ys[0];                                   \
+      const uniform int64 *uniform ir = idx + oh * g->is[0];                               \
       for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
-        uniform int64 i = idx[oh * g->is[0] + ow * g->is[1]];                              \
-        if (i < 0 || i >= g->h * g->w) {                                                   \
+        const uniform int64 i = ir[ow * g->is[1]];                                         \
+        if (i < 0 || i >= cells) {                                                         \
           *bad = i;                                                                        \
           return 0;                                                                        \
         }                                                                                  \
-        gx[(i / g->w) * g->xs[0] + (i % g->w) * g->xs[1]] += gy[oh * g->ys[0] + ow * g->ys[1]]; \
+        gx[dense ? i : (i / g->w) * g->xs[0] + (i % g->w) * g->xs[1]] += gyr[ow * g->ys[1]]; \
       }                                                                                    \
+    }                                                                                      \
     return 1;                                                                              \
   }                                                                                        \
   /* average over each window (avg_pool2d and adaptive_avg_pool2d, see ud_window) */        \
-  export void ud_avg_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_) {         \
-    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
-    uniform T *uniform y = (uniform T * uniform) y_;                                       \
-    foreach (oh = 0 ... g->oh, ow = 0 ... g->ow) {                                         \
+  static inline void ud_avg_pool_cells_##sfx(Geom g, const uniform T *uniform x,           \
+                                             uniform T *uniform y, uniform int64 oh,       \
+                                             uniform int64 from, uniform int64 to) {       \
+    foreach (ow = from ... to) {                                                           \
       int64 h0, h1, w0, w1;                                                                \
       double div, sum = 0;                                                                 \
-      ud_window(g, oh, ow, h0, h1, w0, w1, div);                                           \
+      ud_window(g, (int64)oh, (int64)ow, h0, h1, w0, w1, div);                             \
       for (int64 h = h0; h < h1; h++)                                                      \
         for (int64 w = w0; w < w1; w++) sum += x[h * g->xs[0] + w * g->xs[1]];             \
       y[oh * g->ys[0] + ow * g->ys[1]] = div > 0 ? (T)(sum / div) : 0;                     \
+    }                                                                                      \
+  }                                                                                        \
+  export void ud_avg_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_) {         \
+    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
+    uniform T *uniform y = (uniform T * uniform) y_;                                       \
+    /* wide windows (adaptive ones, e.g. a global average): lanes along each window's row */ \
+    const uniform bool wide = g->adaptive ? g->w >= programCount * g->ow : g->kw >= programCount; \
+    for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
+      if (wide) {                                                                          \
+        for (uniform int64 ow = 0; ow < g->ow; ow++) {                                     \
+          uniform int64 h0, h1, w0, w1;                                                    \
+          uniform double div;                                                              \
+          double sum = 0;                                                                  \
+          ud_window(g, oh, ow, h0, h1, w0, w1, div);                                       \
+          for (uniform int64 h = h0; h < h1; h++) {                                        \
+            const uniform T *uniform row = x + h * g->xs[0];                               \
+            if (g->xs[1] == 1)                                                             \
+              foreach (w = w0 ... w1) sum += row[w];                                       \
+            else                                                                           \
+              foreach (w = w0 ... w1) sum += row[(int64)w * g->xs[1]];                     \
+          }                                                                                \
+          const uniform double total = reduce_add(sum);                                    \
+          y[oh * g->ys[0] + ow * g->ys[1]] = div > 0 ? (uniform T)(total / div) : 0;       \
+        }                                                                                  \
+        continue;                                                                          \
+      }                                                                                    \
+      uniform int64 ow0 = 0;                                                               \
+      while (ow0 < g->ow && ow0 * g->sw - g->pw < 0) ow0++;                                \
+      ud_avg_pool_cells_##sfx(g, x, y, oh, 0, ow0);                                        \
+      const uniform int64 fast_end = g->adaptive ? ow0 : ud_pool_fast_end(g, ow0);         \
+      for (; ow0 < fast_end; ow0 += programCount) {                                        \
+        /* whole windows along the row: the divisor is the row's */                        \
+        uniform int64 h0, h1, w0, w1;                                                      \
+        uniform double div;                                                                \
+        ud_window(g, oh, ow0, h0, h1, w0, w1, div);                                        \
+        double sum = 0;                                                                    \
+        for (uniform int64 h = h0; h < h1; h++) {                                          \
+          const uniform T *uniform row = x + h * g->xs[0] + ow0 * g->sw - g->pw;           \
+          UD_POOL_TAPS(T, UD_SUM_TAP)                                                      \
+        }                                                                                  \
+        const T mean = div > 0 ? (T)(sum / div) : 0;                                       \
+        UD_POOL_STORE(y, ys, mean)                                                         \
+      }                                                                                    \
+      ud_avg_pool_cells_##sfx(g, x, y, oh, ow0, g->ow);                                    \
     }                                                                                      \
   }                                                                                        \
   export void ud_avg_pool_backward_##sfx(Geom g, void *uniform gx_, const void *uniform gy_) { \
     uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
     foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;          \
-    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+    const uniform bool wide = g->adaptive || g->kw >= programCount;                        \
+    for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
+      uniform int64 first = 0;                                                             \
+      while (!wide && first < g->ow && first * g->sw - g->pw < 0) first++;                 \
+      const uniform int64 fast_end = wide ? first : ud_pool_fast_end(g, first);            \
+      for (uniform int64 ow0 = first; ow0 < fast_end; ow0 += programCount) {               \
+        uniform int64 h0, h1, w0, w1;                                                      \
+        uniform double div;                                                                \
+        ud_window(g, oh, ow0, h0, h1, w0, w1, div); /* the row's, as in the forward */     \
+        if (div <= 0) continue;                                                            \
+        const T v = (T)(gy[oh * g->ys[0] + (ow0 + programIndex) * g->ys[1]] / div);        \
+        for (uniform int64 h = h0; h < h1; h++) {                                          \
+          uniform T *uniform row = gx + h * g->xs[0] + ow0 * g->sw - g->pw;                \
+          UD_POOL_SPREAD(T, v)                                                             \
+        }                                                                                  \
+      }                                                                                    \
       for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        if (ow >= first && ow < fast_end) continue;                                        \
         uniform int64 h0, h1, w0, w1;                                                      \
         uniform double div;                                                                \
         ud_window(g, oh, ow, h0, h1, w0, w1, div);                                         \
@@ -109,56 +276,112 @@ UD_WINDOW(uniform)
         for (uniform int64 h = h0; h < h1; h++)                                            \
           foreach (w = w0 ... w1) gx[h * g->xs[0] + w * g->xs[1]] += v;                    \
       }                                                                                    \
+    }                                                                                      \
   }
 UD_FLOATS(UD_POOL, _)
 
-#define UD_BN(sfx, T, _)                                                                   \
-  /* sums[0] += sum(x - shift), sums[1] += sum((x - shift)^2), in double */                 \
-  export void ud_bn_moments_##sfx(uniform int64 n, const void *uniform x_, uniform int64 sx, \
-                                  uniform double shift, uniform double *uniform sums) {    \
-    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
-    double s1 = 0, s2 = 0;                                                                 \
-    foreach (i = 0 ... n) {                                                                \
-      double d = (double)x[(int64)i * sx] - shift;                                         \
-      s1 += d;                                                                             \
-      s2 += d * d;                                                                         \
+// Batch-norm sums run over a 2-d [rows, n] view (row stride r*, element stride s*): one call per
+// channel. Unit strides accumulate in T, two independent accumulators (add latency), folded
+// into double after about 64 vectors per lane: across rows, as rows are often short (8x8
+// planes: a fold per row would cost more than the row).
+#define UD_BN_FOLD 64
+// The body of a sum over [rows, n]: A(i) and B(i) accumulate elements i (uniform base) of the
+// current row (of type BT) into a1, a2 (two unit-stride vectors: i and i + programCount), S(j) one element
+// j (any stride) into s1, s2 in double.
+#define UD_BN_SUMS(T, UNIT, ROW, A, S)                                                     \
+  double s1 = 0, s2 = 0;                                                                   \
+  T a1 = 0, a2 = 0, b1 = 0, b2 = 0;                                                        \
+  uniform int64 pending = 0;                                                               \
+  for (uniform int64 r = 0; r < rows; r++) {                                               \
+    ROW;                                                                                   \
+    uniform int64 i = 0;                                                                   \
+    if (UNIT) {                                                                            \
+      for (; i + 2 * programCount <= n; i += 2 * programCount) {                           \
+        A(i, a1, a2)                                                                       \
+        A(i + programCount, b1, b2)                                                        \
+      }                                                                                    \
+      pending += n / (2 * programCount);                                                   \
+      if (pending >= UD_BN_FOLD || r == rows - 1) {                                        \
+        s1 += (double)(a1 + b1);                                                           \
+        s2 += (double)(a2 + b2);                                                           \
+        a1 = a2 = b1 = b2 = 0;                                                             \
+        pending = 0;                                                                       \
+      }                                                                                    \
     }                                                                                      \
-    sums[0] += reduce_add(s1);                                                             \
-    sums[1] += reduce_add(s2);                                                             \
+    if (i < n) {                                                                           \
+      foreach (j = i ... n) { S(j) }                                                       \
+    }                                                                                      \
   }                                                                                        \
-  /* sums[0] += sum(g), sums[1] += sum(g (x - mean)) */                                    \
-  export void ud_bn_grad_sums_##sfx(uniform int64 n, const void *uniform g_, uniform int64 sg, \
-                                    const void *uniform x_, uniform int64 sx,              \
+  sums[0] += reduce_add(s1);                                                               \
+  sums[1] += reduce_add(s2);
+
+// sums[0] += sum(x - shift), sums[1] += sum((x - shift)^2); shift is a T value (the C side
+// rounds it), so x - shift is exact near the mean.
+#define UD_BN_MOM_A(i, p1, p2)                                                             \
+  {                                                                                        \
+    const BT u = x[(i) + programIndex] - sh;                                                \
+    p1 += u;                                                                               \
+    p2 += u * u;                                                                           \
+  }
+#define UD_BN_MOM_S(j)                                                                     \
+  const double d = (double)x[(int64)j * sx] - (double)sh;                                  \
+  s1 += d;                                                                                 \
+  s2 += d * d;
+#define UD_BN_GRAD_A(i, p1, p2)                                                            \
+  {                                                                                        \
+    const BT gu = g[(i) + programIndex];                                                    \
+    p1 += gu;                                                                              \
+    p2 += gu * (x[(i) + programIndex] - m);                                                \
+  }
+#define UD_BN_GRAD_S(j)                                                                    \
+  const double gi = g[(int64)j * sg];                                                      \
+  s1 += gi;                                                                                \
+  s2 += gi * ((double)x[(int64)j * sx] - (double)m);
+
+#define UD_BN(sfx, T, _)                                                                   \
+  export void ud_bn_moments_##sfx(uniform int64 rows, uniform int64 n, const void *uniform x_, \
+                                  uniform int64 rs, uniform int64 sx, uniform double shift,  \
+                                  uniform double *uniform sums) {                           \
+    typedef T BT;                                                                          \
+    const uniform T sh = (uniform T)shift;                                                 \
+    const uniform T *uniform x;                                                            \
+    UD_BN_SUMS(T, sx == 1, x = (const uniform T *uniform)x_ + r * rs, UD_BN_MOM_A,        \
+               UD_BN_MOM_S)                                                                \
+  }                                                                                        \
+  /* sums[0] += sum(g), sums[1] += sum(g (x - mean)) (mean: a T value, as shift above) */  \
+  export void ud_bn_grad_sums_##sfx(uniform int64 rows, uniform int64 n,                   \
+                                    const void *uniform g_, uniform int64 rg, uniform int64 sg, \
+                                    const void *uniform x_, uniform int64 rx, uniform int64 sx, \
                                     uniform double mean, uniform double *uniform sums) {   \
-    const uniform T *uniform g = (const uniform T *uniform)g_;                             \
-    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
-    double s1 = 0, s2 = 0;                                                                 \
-    foreach (i = 0 ... n) {                                                                \
-      double gi = g[(int64)i * sg];                                                        \
-      s1 += gi;                                                                            \
-      s2 += gi * ((double)x[(int64)i * sx] - mean);                                        \
-    }                                                                                      \
-    sums[0] += reduce_add(s1);                                                             \
-    sums[1] += reduce_add(s2);                                                             \
+    typedef T BT;                                                                          \
+    const uniform T m = (uniform T)mean;                                                   \
+    const uniform T *uniform g;                                                            \
+    const uniform T *uniform x;                                                            \
+    UD_BN_SUMS(T, sx == 1 && sg == 1,                                                      \
+               g = (const uniform T *uniform)g_ + r * rg;                                  \
+               x = (const uniform T *uniform)x_ + r * rx, UD_BN_GRAD_A, UD_BN_GRAD_S)      \
   }                                                                                        \
   /* o = p (u - m) + q v + k; o = p (u - m) + k when v is NULL */                          \
-  export void ud_bn_affine_##sfx(uniform int64 n, void *uniform o_, uniform int64 so,      \
-                                 const void *uniform u_, uniform int64 su,                 \
-                                 const void *uniform v_, uniform int64 sv, uniform double p, \
+  export void ud_bn_affine_##sfx(uniform int64 rows, uniform int64 n, void *uniform o_,    \
+                                 uniform int64 ro, uniform int64 so, const void *uniform u_, \
+                                 uniform int64 ru, uniform int64 su, const void *uniform v_, \
+                                 uniform int64 rv, uniform int64 sv, uniform double p,     \
                                  uniform double m, uniform double q, uniform double k) {   \
-    uniform T *uniform o = (uniform T * uniform) o_;                                       \
-    const uniform T *uniform u = (const uniform T *uniform)u_;                             \
-    const uniform T *uniform v = (const uniform T *uniform)v_;                             \
     const uniform T tp = (T)p, tm = (T)m, tq = (T)q, tk = (T)k;                            \
-    if (v == NULL && so == 1 && su == 1) {                                                 \
-      foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tk;                                  \
-    } else if (v == NULL) {                                                                \
-      foreach (i = 0 ... n) o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tk;          \
-    } else if (so == 1 && su == 1 && sv == 1) {                                            \
-      foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tq * v[i] + tk;                      \
-    } else {                                                                               \
-      foreach (i = 0 ... n)                                                                \
-        o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tq * v[(int64)i * sv] + tk;      \
+    for (uniform int64 r = 0; r < rows; r++) {                                             \
+      uniform T *uniform o = (uniform T * uniform) o_ + r * ro;                            \
+      const uniform T *uniform u = (const uniform T *uniform)u_ + r * ru;                  \
+      const uniform T *uniform v = v_ ? (const uniform T *uniform)v_ + r * rv : NULL;      \
+      if (v == NULL && so == 1 && su == 1) {                                               \
+        foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tk;                                \
+      } else if (v == NULL) {                                                              \
+        foreach (i = 0 ... n) o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tk;        \
+      } else if (so == 1 && su == 1 && sv == 1) {                                          \
+        foreach (i = 0 ... n) o[i] = tp * (u[i] - tm) + tq * v[i] + tk;                    \
+      } else {                                                                             \
+        foreach (i = 0 ... n)                                                              \
+          o[(int64)i * so] = tp * (u[(int64)i * su] - tm) + tq * v[(int64)i * sv] + tk;    \
+      }                                                                                    \
     }                                                                                      \
   }
 

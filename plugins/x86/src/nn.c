@@ -1,6 +1,7 @@
 /* nn.c — batch norm (forward, backward), nll loss and mse loss (forward, backward).
  * Batch norm works channel by channel: the other dimensions of each channel are collapsed into
- * rows that ISPC reduces (moments, gradient sums in double) and rewrites (one affine map). */
+ * 2-d blocks that ISPC reduces (a corrected two-pass mean and variance, gradient sums; in the
+ * dtype over short blocks, in double across them) and rewrites (one affine map). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,30 +48,52 @@ typedef struct {
   double momentum, eps;
 } Bn;
 
-/* View v of channel c, row r. */
-static char* bn_row(const Bn* B, int v, int64_t c, int64_t r) {
+/* View v of channel c at outer index o: the collapsed dims but the last two (usually none). */
+static const char* bn_at(const Bn* B, int v, int64_t c, int64_t o) {
   const UD_Tensor* t = B->view[v];
-  const int64_t off = c * t->strides[1] + ud_x86_offset(r, B->nd - 1, B->shape, B->str[v]);
-  return (char*)ud_x86_ptr(t) + off * (t->dtype.bits / 8);
+  const int64_t off = c * t->strides[1] + ud_x86_offset(o, B->nd - 2, B->shape, B->str[v]);
+  return (const char*)ud_x86_ptr(t) + off * (t->dtype.bits / 8);
+}
+
+/* The channel's data as `outer` 2-d blocks [rows, n] of row stride rs[v] and element stride
+ * es[v]: one ISPC call per block (one per channel for contiguous x), not per row. */
+typedef struct {
+  int64_t outer, rows, n, rs[3], es[3];
+} Blocks;
+
+static Blocks bn_blocks(const Bn* B) {
+  Blocks k = {1, B->nd >= 2 ? B->shape[B->nd - 2] : 1, B->shape[B->nd - 1], {0}, {0}};
+  for (int d = 0; d < B->nd - 2; d++) k.outer *= B->shape[d];
+  for (int v = 0; v < B->nv; v++) {
+    k.es[v] = B->str[v][B->nd - 1];
+    k.rs[v] = B->nd >= 2 ? B->str[v][B->nd - 2] : 0;
+  }
+  return k;
+}
+
+/* sums += the moments of channel c about `shift` (rounded to the dtype by the kernel). */
+static void bn_moments(const Bn* B, const Blocks* k, int64_t c, double shift, double* sums) {
+  for (int64_t o = 0; o < k->outer; o++)
+    (B->f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(k->rows, k->n, bn_at(B, 1, c, o), k->rs[1],
+                                                     k->es[1], shift, sums);
 }
 
 static void bn_task(void* ctx, int64_t begin, int64_t end) {
   const Bn* B = ctx;
-  int64_t rows = 1;
-  for (int k = 0; k < B->nd - 1; k++) rows *= B->shape[k];
-  const int64_t n = B->shape[B->nd - 1];
-  const int64_t s0 = B->str[0][B->nd - 1], s1 = B->str[1][B->nd - 1], s2 = B->str[2][B->nd - 1];
+  const Blocks k = bn_blocks(B);
   for (int64_t c = begin; c < end; c++) {
     const double w = B->weight->ndim >= 0 ? get_f(B->weight, c) : 1.0;
     double mean, invstd, sums[2] = {0, 0};
     if (!B->backward && B->training) {
-      /* moments about the channel's first value: no cancellation when |mean| >> std (a
-       * non-finite first value would make every difference nan: then about 0) */
-      const char* first = bn_row(B, 1, c, 0);
-      double shift = B->f32 ? (double)*(const float*)first : *(const double*)first;
+      /* corrected two-pass: the sum gives a mean, then moments about it (in the dtype, so
+       * x - shift is exact near it): no cancellation when |mean| >> std. The channel stays in
+       * L2 for the second pass and the affine map (a non-finite mean: moments about 0). */
+      bn_moments(B, &k, c, 0.0, sums);
+      double shift = sums[0] / (double)B->count;
       if (!isfinite(shift)) shift = 0;
-      for (int64_t r = 0; r < rows; r++)
-        (B->f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(n, bn_row(B, 1, c, r), s1, shift, sums);
+      shift = B->f32 ? (double)(float)shift : shift;
+      sums[0] = sums[1] = 0;
+      bn_moments(B, &k, c, shift, sums);
       const double d = sums[0] / (double)B->count;
       const double v = sums[1] / (double)B->count - d * d, var = v < 0 ? 0 : v; /* nan stays */
       mean = shift + d;
@@ -87,30 +110,31 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
     } else {
       mean = get_f(B->mean, c);
       invstd = get_f(B->var, c);
-      for (int64_t r = 0; r < rows; r++)
-        (B->f32 ? ud_bn_grad_sums_f32 : ud_bn_grad_sums_f64)(n, bn_row(B, 1, c, r), s1,
-                                                             bn_row(B, 2, c, r), s2, mean, sums);
+      for (int64_t o = 0; o < k.outer; o++)
+        (B->f32 ? ud_bn_grad_sums_f32 : ud_bn_grad_sums_f64)(
+            k.rows, k.n, bn_at(B, 1, c, o), k.rs[1], k.es[1], bn_at(B, 2, c, o), k.rs[2],
+            k.es[2], B->f32 ? (double)(float)mean : mean, sums);
     }
     /* forward: y = a (x - mean) + k; backward: grad_x = a grad_y + b (x - mean) + k. x - mean
      * first: a x - a mean cancels when invstd is large (one value per channel: 1/sqrt(eps)) */
-    double a = invstd * w, b = 0, k;
+    double a = invstd * w, b = 0, kk;
     if (!B->backward) {
       set_f(B->out1, c, mean);
       set_f(B->out2, c, invstd);
-      k = B->bias->ndim >= 0 ? get_f(B->bias, c) : 0.0;
+      kk = B->bias->ndim >= 0 ? get_f(B->bias, c) : 0.0;
     } else {
       set_f(B->out1, c, sums[1] * invstd);
       set_f(B->out2, c, sums[0]);
       b = B->training ? -a * invstd * sums[1] * invstd / (double)B->count : 0.0;
-      k = B->training ? -a * sums[0] / (double)B->count : 0.0;
+      kk = B->training ? -a * sums[0] / (double)B->count : 0.0;
     }
     /* ud_bn_affine: o = p (u - m) + q v + k, v unread when NULL (0 * inf would be nan) */
     const int train_bw = B->backward && B->training, uv = train_bw ? 2 : 1;
-    for (int64_t r = 0; r < rows; r++)
+    for (int64_t o = 0; o < k.outer; o++)
       (B->f32 ? ud_bn_affine_f32 : ud_bn_affine_f64)(
-          n, bn_row(B, 0, c, r), s0, bn_row(B, uv, c, r), B->str[uv][B->nd - 1],
-          train_bw ? bn_row(B, 1, c, r) : NULL, s1, train_bw ? b : a,
-          B->backward && !B->training ? 0.0 : mean, a, k);
+          k.rows, k.n, (void*)bn_at(B, 0, c, o), k.rs[0], k.es[0], bn_at(B, uv, c, o), k.rs[uv],
+          k.es[uv], train_bw ? bn_at(B, 1, c, o) : NULL, k.rs[1], k.es[1], train_bw ? b : a,
+          B->backward && !B->training ? 0.0 : mean, a, kk);
   }
 }
 
@@ -175,7 +199,8 @@ static UD_Error* bn_kernel(int id, const UD_KernelArgs* a, int backward) {
   }
   if (B.count == 0) B.count = 1; /* an empty batch: the channels still write their statistics */
   B.nd = ud_x86_collapse_views(B.nv, B.view, 1u << 1, B.shape, B.str); /* all but the channels */
-  ud_x86_parallel(c, UD_GRAIN / (B.count + 1) + 1, bn_task, &B);
+  /* channels of ~8K elements and more go to the pool one by one: each runs three passes */
+  ud_x86_parallel(c, UD_GRAIN / 4 / (B.count + 1) + 1, bn_task, &B);
   return NULL;
 }
 
@@ -313,7 +338,7 @@ static UD_Error* mse_kernel(int id, const UD_KernelArgs* a, int backward) {
     ud_x86_map(f32 ? ud_mse_f32 : ud_mse_f64, 3, views, NULL);
     if (!red) return NULL;
     double sums[2] = {0, 0};
-    (f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(numel, sq, 1, 0.0, sums);
+    (f32 ? ud_bn_moments_f32 : ud_bn_moments_f64)(1, numel, sq, 0, 1, 0.0, sums);
     free(sq);
     set_f(out, 0, red == 1 ? sums[0] / (double)numel : sums[0]);
   }
