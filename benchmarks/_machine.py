@@ -84,16 +84,17 @@ class Machine:
     peak: float | None = None
     copy: dict[str, float] = field(default_factory=dict)
     loads: list[float] = field(default_factory=list)
+    tries: int = 3  # best of: another process may take a core for a while; 1 in quick runs
 
     def measure(self) -> None:
         """Record the load average, then (re)measure peak and bandwidth, keeping the best."""
         self.loads.append(load())
         if not self.model:
             self.model, self.flags = cpu()
-        peak = fma_peak(self.threads)
+        peak = fma_peak(self.threads, self.tries)
         if peak is not None:
             self.peak = max(self.peak or 0.0, peak)
-        for k, v in copy_bandwidth(self.threads).items():
+        for k, v in copy_bandwidth(self.threads, self.tries).items():
             self.copy[k] = max(self.copy.get(k, 0.0), v)
 
     def lines(self) -> list[str]:

@@ -442,7 +442,7 @@ def main() -> None:
              "--child"]
     env = {"UNIDEV_X86_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)
            } if args.threads else {}
-    machine = Machine(threads=threads)
+    machine = Machine(threads=threads, tries=1 if args.quick else 3)
     machine.measure()
     t0 = time.perf_counter()
     runs = alternate([("baseline", [*child, "baseline"], {**BASELINE_ENV, **env}),

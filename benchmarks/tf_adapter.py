@@ -248,7 +248,7 @@ def main() -> int:
     base_env = {**BASELINE_ENV, **threads, "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": ""}
     procs = [("cpu", child, base_env)] + [
         (n, child, {"UNIDEV_PLUGINS": n, **threads}) for n in plugins]
-    machine = Machine(threads=args.threads or os.cpu_count() or 1)
+    machine = Machine(threads=args.threads or os.cpu_count() or 1, tries=1 if args.quick else 3)
     machine.measure()
     t0 = time.perf_counter()
     runs = alternate(procs, pairs, lock=args.lock or None, log=lambda s: print(s, file=sys.stderr))

@@ -101,16 +101,16 @@ def _child(quick: bool, keys: list[str]) -> None:
         else:
             run = step(rows[base], key.endswith("-fused"))
             title = rows[base].title + (", SGD fused=True" if key.endswith("-fused") else "")
-        run()
-        run()  # warm-up: allocator, primitives, momentum buffers
+        for _ in range(1 if quick else 2):  # warm-up: allocator, primitives, momentum buffers
+            run()
         fallbacks = {}
         if ut is not None:  # one step's CPU fallbacks
             ut.reset_fallbacks()
             run()
             fallbacks = ut.fallback_report()
         big = base == "resnet18"
-        times = _steps(run, 2 if quick or big else 3,
-                       (0.2 if quick else 1.0) * (2 if big and not quick else 1))
+        times = _steps(run, 1 if quick else 2 if big else 3,
+                       0.1 if quick else 2.0 if big else 1.0)
         out[key] = {"title": title, "best_s": min(times), "median_s": statistics.median(times),
                     "steps": len(times), "fallbacks": fallbacks}
     print(json.dumps({"device": dev, "plugin": "" if ut is None else os.environ.get(
@@ -187,7 +187,7 @@ def main() -> int:
                } if args.threads else {}
     procs = [("cpu", child, {**BASELINE_ENV, **threads})] + [
         (n, child, {"UNIDEV_PLUGINS": n, "UNIDEV_TORCH_DEVICE": n, **threads}) for n in plugins]
-    machine = Machine(threads=args.threads or os.cpu_count() or 1)
+    machine = Machine(threads=args.threads or os.cpu_count() or 1, tries=1 if args.quick else 3)
     machine.measure()
     t0 = time.perf_counter()
     runs = alternate(procs, pairs, lock=args.lock or None, log=lambda s: print(s, file=sys.stderr))
