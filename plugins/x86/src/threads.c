@@ -1,57 +1,81 @@
 /* threads.c — a small pthread pool that splits one range over the cores (see x86.h). One job at
  * a time: a second host thread, or a task that itself calls ud_x86_parallel, runs its range
- * inline, so nothing ever waits on itself. */
+ * inline, so nothing ever waits on itself. Also the one thread that runs OpenMP kernels (below). */
 #define _GNU_SOURCE
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "x86.h"
 
 #define UD_MAX_THREADS 64
 #define UD_SPIN 200       /* sched_yield rounds before sleeping, ~50-100 µs */
 #define UD_CHUNKS 4       /* chunks per thread */
+#define UD_OMP_IDLE_NS 5000000 /* the OpenMP thread gives its team back after 5 ms without work */
+
+/* where threads sleep on a counter: see await */
+typedef struct {
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  int sleepers;
+} Waiters;
 
 static struct {
   pthread_once_t once;
   pthread_mutex_t busy; /* held by the thread that owns the current job */
-  pthread_mutex_t m;
-  pthread_cond_t cv;
-  int nthreads, sleepers;
+  Waiters w;
+  int nthreads;
   uint64_t jobs;  /* jobs started: workers wait for it to change */
   uint64_t claim; /* (job << 32) | the next chunk to claim */
   uint64_t done;  /* chunks of the current job finished */
   ud_x86_task fn;
   void* ctx;
   int64_t n, chunk;
-} g_pool = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-            PTHREAD_COND_INITIALIZER, 1, 0, 0, 0, 0, NULL, NULL, 0, 0};
+} g_pool = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER,
+            {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0}, 1, 0, 0, 0, NULL, NULL, 0, 0};
 
 static _Thread_local int t_in_task;
 
-/* Waits until (*counter == value) == equal. It spins (yielding) first and sleeps only after
- * that: waking a sleeping thread takes a futex and, on a virtual machine, an idle vCPU's wake-up
- * — tens of µs, as long as a 1M-element add. Sleepers are counted (sequentially consistent with
- * the counters' updates) so that `bump` skips the mutex when nobody sleeps. */
-static void await(const uint64_t* counter, uint64_t value, int equal) {
+/* Waits until (*counter == value) == equal, or for at most timeout_ns when that is >= 0; returns
+ * whether the condition holds. It spins (yielding) first and sleeps only after that: waking a
+ * sleeping thread takes a futex and, on a virtual machine, an idle vCPU's wake-up — tens of µs,
+ * as long as a 1M-element add. Sleepers are counted (sequentially consistent with the counters'
+ * updates) so that `bump` skips the mutex when nobody sleeps. */
+static int await(Waiters* w, const uint64_t* counter, uint64_t value, int equal,
+                 int64_t timeout_ns) {
   for (int i = 0; i < UD_SPIN; i++) {
-    if ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) == equal) return;
+    if ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) == equal) return 1;
     sched_yield();
   }
-  pthread_mutex_lock(&g_pool.m);
-  __atomic_add_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-  while ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) != equal)
-    pthread_cond_wait(&g_pool.cv, &g_pool.m);
-  __atomic_sub_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-  pthread_mutex_unlock(&g_pool.m);
+  struct timespec end;
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  if (timeout_ns >= 0) {
+    end.tv_sec += (end.tv_nsec + timeout_ns) / 1000000000;
+    end.tv_nsec = (end.tv_nsec + timeout_ns) % 1000000000;
+  }
+  int met, timed_out = 0;
+  pthread_mutex_lock(&w->m);
+  __atomic_add_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
+  while (!(met = (__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) == equal) && !timed_out) {
+    if (timeout_ns < 0)
+      pthread_cond_wait(&w->cv, &w->m);
+    else
+      timed_out = pthread_cond_clockwait(&w->cv, &w->m, CLOCK_MONOTONIC, &end) != 0;
+  }
+  __atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&w->m);
+  return met;
 }
 
-static void bump(uint64_t* counter, uint64_t by) {
+static void bump(Waiters* w, uint64_t* counter, uint64_t by) {
   __atomic_add_fetch(counter, by, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&g_pool.sleepers, __ATOMIC_SEQ_CST) == 0) return;
-  pthread_mutex_lock(&g_pool.m);
-  pthread_cond_broadcast(&g_pool.cv);
-  pthread_mutex_unlock(&g_pool.m);
+  if (__atomic_load_n(&w->sleepers, __ATOMIC_SEQ_CST) == 0) return;
+  pthread_mutex_lock(&w->m);
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->m);
 }
 
 /* Runs chunks of job `job` while some are left; returns how many. Chunks are claimed one at a
@@ -72,11 +96,12 @@ static uint64_t work(uint64_t job) {
 }
 
 static void* worker(void* unused __attribute__((unused))) {
+  pthread_setname_np(pthread_self(), "ud_x86_pool");
   t_in_task = 1;
   for (uint64_t job = 0;; job = __atomic_load_n(&g_pool.jobs, __ATOMIC_SEQ_CST)) {
     const uint64_t ran = work(job);
-    if (ran) bump(&g_pool.done, ran);
-    await(&g_pool.jobs, job, 0);
+    if (ran) bump(&g_pool.w, &g_pool.done, ran);
+    await(&g_pool.w, &g_pool.jobs, job, 0, -1);
   }
   return NULL;
 }
@@ -84,7 +109,7 @@ static void* worker(void* unused __attribute__((unused))) {
 /* A forked child has none of the workers: it runs every range inline. */
 static void after_fork_child(void) {
   pthread_mutex_init(&g_pool.busy, NULL);
-  pthread_mutex_init(&g_pool.m, NULL);
+  pthread_mutex_init(&g_pool.w.m, NULL);
   g_pool.nthreads = 1;
 }
 
@@ -124,11 +149,82 @@ void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx) {
   g_pool.ctx = ctx;
   g_pool.n = n;
   __atomic_store_n(&g_pool.done, 0, __ATOMIC_SEQ_CST);
-  bump(&g_pool.jobs, 1);
+  bump(&g_pool.w, &g_pool.jobs, 1);
   t_in_task = 1;
   const uint64_t ran = work(job);
   t_in_task = 0;
   if (ran) __atomic_add_fetch(&g_pool.done, ran, __ATOMIC_SEQ_CST);
-  await(&g_pool.done, (uint64_t)((n + chunk - 1) / chunk), 1);
+  await(&g_pool.w, &g_pool.done, (uint64_t)((n + chunk - 1) / chunk), 1, -1);
   pthread_mutex_unlock(&g_pool.busy);
+}
+
+/* ---- the OpenMP thread ----
+ * oneDNN and the portable conv algorithms parallelize with OpenMP, and in a torch process that
+ * is torch's own libgomp (oneDNN's libgomp.so.1 resolves to the copy torch loaded). A parallel
+ * region started on a thread gives that thread an OpenMP team for the rest of its life, and
+ * once libgomp manages more threads than there are cores it makes every team — torch's too —
+ * spin 100 rounds instead of 300000 before sleeping between regions: each of torch's parallel
+ * regions then pays a futex wake-up, and torch's CPU training step was 45-65 % slower for the
+ * rest of the process after one backward on this device (torch runs a device's backward on its
+ * own autograd thread; TF runs kernels on its executor threads). So every OpenMP kernel runs on
+ * this one thread, which hands its team back (omp_pause_resource) after UD_OMP_IDLE_NS without
+ * work. UNIDEV_X86_OMP_THREAD=0 runs them on the calling thread instead. */
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t busy; /* held by the caller whose kernel runs */
+  Waiters w;
+  int started;             /* 0: kernels run on the caller (no thread, or a forked child) */
+  uint64_t posted, finished;
+  UD_KernelFn fn;
+  const UD_KernelArgs* args;
+  UD_Error* result;
+} g_omp = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER,
+           {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0}, 0, 0, 0, NULL, NULL, NULL};
+
+static _Thread_local int t_on_omp;
+
+static void* omp_main(void* unused __attribute__((unused))) {
+  pthread_setname_np(pthread_self(), "ud_x86_omp"); /* its OpenMP workers inherit the name */
+  t_on_omp = 1;
+  int team = 0; /* whether this thread may hold an OpenMP team */
+  for (uint64_t seen = 0;;) {
+    if (!await(&g_omp.w, &g_omp.posted, seen, 0, team ? UD_OMP_IDLE_NS : -1)) {
+      omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+      team = 0;
+      continue;
+    }
+    seen = __atomic_load_n(&g_omp.posted, __ATOMIC_SEQ_CST);
+    g_omp.result = g_omp.fn(g_omp.args);
+    team = 1;
+    bump(&g_omp.w, &g_omp.finished, 1);
+  }
+  return NULL;
+}
+
+static void omp_after_fork_child(void) {
+  pthread_mutex_init(&g_omp.busy, NULL);
+  pthread_mutex_init(&g_omp.w.m, NULL);
+  g_omp.started = 0;
+}
+
+static void omp_init(void) {
+  const char* env = getenv("UNIDEV_X86_OMP_THREAD");
+  if (env && strcmp(env, "0") == 0) return;
+  pthread_atfork(NULL, NULL, omp_after_fork_child);
+  pthread_t th;
+  if (pthread_create(&th, NULL, omp_main, NULL) == 0) pthread_detach(th), g_omp.started = 1;
+}
+
+UD_Error* ud_x86_omp_run(UD_KernelFn fn, const UD_KernelArgs* args) {
+  pthread_once(&g_omp.once, omp_init);
+  if (t_on_omp || !g_omp.started) return fn(args);
+  pthread_mutex_lock(&g_omp.busy);
+  g_omp.fn = fn;
+  g_omp.args = args;
+  const uint64_t finished = g_omp.finished + 1; /* only the OpenMP thread moves it, under busy */
+  bump(&g_omp.w, &g_omp.posted, 1);
+  await(&g_omp.w, &g_omp.finished, finished, 1, -1);
+  UD_Error* result = g_omp.result;
+  pthread_mutex_unlock(&g_omp.busy);
+  return result;
 }
