@@ -55,7 +55,10 @@ def measure(cases: Sequence[Case], reps: int = 5, min_time: float = 0.02,
     for case in cases:
         names = [n for n, f in case.impls.items() if f is not None]
         batch = {}
-        for name in names:  # warm-up: caches, primitive creation, thread pools
+        for name in names:
+            _batch_time(case.impls[name], 1)  # warm-up: caches, primitive creation, thread pools
+            # Sized from a second call: the first one's thread-pool start or wake-up could be
+            # 100x a warm call and leave one-call batches that time only that latency.
             single = _batch_time(case.impls[name], 1)
             batch[name] = max(1, min(1000, int(min_time / max(single, 1e-7))))
         best = dict.fromkeys(names, math.inf)
