@@ -102,6 +102,11 @@ class Machine:
         loads = " → ".join(f"{x:.2f}" for x in self.loads)
         out = [f"- CPU: {self.model}, {os.cpu_count()} cores, flags: {' '.join(self.flags)}",
                f"- 1-minute load average, start → end: {loads}"]
+        cores = os.cpu_count() or 1
+        if self.loads and max(self.loads) > cores:
+            out[-1] += (f" — **above the {cores} cores: other processes shared them, so these "
+                        "figures are not representative** (a parallel region waits for any "
+                        "descheduled worker; torch's CPU path has suffered most here)")
         if self.peak is not None:
             out.append(f"- FP32 FMA peak, {self.threads} threads (`benchmarks/fma_peak.c`, same "
                        f"run): {self.peak:.0f} GFLOP/s")
