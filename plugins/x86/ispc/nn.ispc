@@ -39,7 +39,8 @@ UD_WINDOW(uniform)
 // outputs from ow0 whose windows lie inside the row reads contiguous vectors: stride 2 loads
 // two and deinterleaves them with shuffles, even lanes for tap s, odd ones for tap s + 1.
 static inline uniform bool ud_pool_fast(Geom g) {
-  return g->xs[1] == 1 && (g->sw == 1 || (g->sw == 2 && g->dw == 1));
+  return g->xs[1] == 1 && (g->sw == 1 || (g->sw == 2 && g->dw == 1)) &&
+         g->kh * g->dh * g->w + g->kw * g->dw < (1ll << 30); /* window offsets in int32 */
 }
 // The last element past a chunk's first input column that a fast chunk reads.
 static inline uniform int64 ud_pool_reach(Geom g) {
@@ -54,6 +55,10 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
          ow * g->sw - g->pw + ud_pool_reach(g) < g->w)
     ow += programCount;
   return ow;
+}
+// The first output whose window starts inside the row (fast chunks start there).
+static inline uniform int64 ud_pool_first(Geom g) {
+  return min(g->ow, (g->pw + g->sw - 1) / g->sw);
 }
 // TAP(v, s) for every tap s of a fast chunk whose first input column is at `row`.
 #define UD_POOL_TAPS(T, TAP)                                                               \
@@ -73,18 +78,20 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
       }                                                                                    \
     }                                                                                      \
   }
-// max: the first tap seen, then a larger value or a nan takes it (index: h * W + w)
+// max: the first tap seen, then a larger value or a nan takes it; the winner's offset in the
+// plane from the chunk's first window corner, r dh W + s dw, is kept (one int32 select).
 #define UD_MAX_TAP(v, s)                                                                   \
   {                                                                                        \
-    const uniform int64 here = h * g->w + ow0 * g->sw - g->pw + (s) * g->dw;               \
+    const uniform int32 off = (int32)(r * g->dh * g->w + (s) * g->dw);                     \
     if (!any) {                                                                            \
       best = v;                                                                            \
-      at = here;                                                                           \
-    } else if (v > best || v != v) {                                                       \
-      best = v;                                                                            \
-      at = here;                                                                           \
+      bo = off;                                                                            \
+      any = true;                                                                          \
+    } else {                                                                               \
+      const bool take = v > best || v != v;                                                \
+      best = take ? v : best;                                                              \
+      bo = take ? off : bo;                                                                \
     }                                                                                      \
-    any = true;                                                                            \
   }
 #define UD_SUM_TAP(v, s) sum += (double)v;
 // out[oh, ow0 + lane] = v: a vector store when the row is unit-stride (else a scatter)
@@ -93,6 +100,15 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
     out[oh * g->st[0] + ow0 + programIndex] = v;                                           \
   else                                                                                     \
     out[oh * g->st[0] + (ow0 + programIndex) * g->st[1]] = v;
+// gx = 0 over the plane, row by row (vector stores for unit-stride rows)
+#define UD_POOL_ZERO(T, gx)                                                                 \
+  for (uniform int64 h = 0; h < g->h; h++) {                                               \
+    uniform T *uniform row = gx + h * g->xs[0];                                            \
+    if (g->xs[1] == 1)                                                                     \
+      foreach (w = 0 ... g->w) row[w] = 0;                                                 \
+    else                                                                                   \
+      foreach (w = 0 ... g->w) row[(int64)w * g->xs[1]] = 0;                               \
+  }
 // The adds of a fast chunk's gradient v (one per output lane) into the input row at `row`:
 // stride 1 adds it per tap; stride 2 interleaves two taps' values into two vector adds.
 #define UD_POOL_SPREAD(T, v)                                                               \
@@ -135,19 +151,21 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
       idx[oh * g->is[0] + ow * g->is[1]] = at;                                             \
     }                                                                                      \
   }                                                                                        \
-  export void ud_max_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_,           \
+  export void ud_max_pool_##sfx(Geom geom, const void *uniform x_, void *uniform y_,           \
                                 uniform int64 *uniform idx) {                              \
+    /* a local copy: stores through x, y, idx cannot alias it (fields stay in registers) */ \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
     const uniform T *uniform x = (const uniform T *uniform)x_;                             \
     uniform T *uniform y = (uniform T * uniform) y_;                                       \
+    const uniform int64 first = ud_pool_first(g);                                          \
+    const uniform int64 fast_end = ud_pool_fast_end(g, first);                             \
     for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
-      uniform int64 ow0 = 0;                                                               \
-      while (ow0 < g->ow && ow0 * g->sw - g->pw < 0) ow0++;                                \
-      ow0 = min(ow0, g->ow);                                                               \
-      ud_max_pool_cells_##sfx(g, x, y, idx, oh, 0, ow0);                                   \
-      const uniform int64 fast_end = ud_pool_fast_end(g, ow0);                             \
+      if (first > 0) ud_max_pool_cells_##sfx(g, x, y, idx, oh, 0, first);                  \
+      uniform int64 ow0 = first;                                                           \
       for (; ow0 < fast_end; ow0 += programCount) {                                        \
         T best = 0;                                                                        \
-        int64 at = -1;                                                                     \
+        int32 bo = 0;                                                                      \
         uniform bool any = false;                                                          \
         for (uniform int64 r = 0; r < g->kh; r++) {                                        \
           const uniform int64 h = oh * g->sh - g->ph + r * g->dh;                          \
@@ -155,26 +173,28 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
           const uniform T *uniform row = x + h * g->xs[0] + ow0 * g->sw - g->pw;           \
           UD_POOL_TAPS(T, UD_MAX_TAP)                                                      \
         }                                                                                  \
-        if (any) at += programIndex * g->sw;                                               \
+        /* the window corner of lane ow0 + i: (oh sh - ph) W + (ow0 + i) sw - pw */        \
+        const uniform int64 corner = (oh * g->sh - g->ph) * g->w + ow0 * g->sw - g->pw;    \
+        const int64 at = any ? corner + (int64)(programIndex * (int32)g->sw + bo) : -1;    \
         UD_POOL_STORE(y, ys, best)                                                         \
         UD_POOL_STORE(idx, is, at)                                                         \
       }                                                                                    \
-      ud_max_pool_cells_##sfx(g, x, y, idx, oh, ow0, g->ow);                               \
+      if (ow0 < g->ow) ud_max_pool_cells_##sfx(g, x, y, idx, oh, ow0, g->ow);              \
     }                                                                                      \
   }                                                                                        \
   /* gx = 0, then gx[idx] += gy; false (*bad = the index) at an index outside the plane */ \
-  export uniform int32 ud_max_pool_backward_##sfx(Geom g, void *uniform gx_,               \
+  export uniform int32 ud_max_pool_backward_##sfx(Geom geom, void *uniform gx_,               \
                                                  const void *uniform gy_,                  \
                                                  const uniform int64 *uniform idx,         \
                                                  uniform int64 *uniform bad) {             \
+    /* a local copy: stores through x, y, idx cannot alias it (fields stay in registers) */ \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
     uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
     const uniform int64 cells = g->h * g->w;                                               \
     const uniform bool dense = g->xs[1] == 1 && g->xs[0] == g->w; /* i is the offset */    \
-    if (dense)                                                                             \
-      foreach (i = 0 ... cells) gx[i] = 0;                                                 \
-    else                                                                                   \
-      foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;        \
+    UD_POOL_ZERO(T, gx)                                                                    \
     for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
       const uniform T *uniform gyr = gy + oh * g->ys[0];                                   \
       const uniform int64 *uniform ir = idx + oh * g->is[0];                               \
@@ -202,11 +222,16 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
       y[oh * g->ys[0] + ow * g->ys[1]] = div > 0 ? (T)(sum / div) : 0;                     \
     }                                                                                      \
   }                                                                                        \
-  export void ud_avg_pool_##sfx(Geom g, const void *uniform x_, void *uniform y_) {         \
+  export void ud_avg_pool_##sfx(Geom geom, const void *uniform x_, void *uniform y_) {         \
+    /* a local copy: stores through x, y, idx cannot alias it (fields stay in registers) */ \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
     const uniform T *uniform x = (const uniform T *uniform)x_;                             \
     uniform T *uniform y = (uniform T * uniform) y_;                                       \
     /* wide windows (adaptive ones, e.g. a global average): lanes along each window's row */ \
     const uniform bool wide = g->adaptive ? g->w >= programCount * g->ow : g->kw >= programCount; \
+    const uniform int64 first = wide || g->adaptive ? 0 : ud_pool_first(g);                \
+    const uniform int64 fast_end = wide || g->adaptive ? 0 : ud_pool_fast_end(g, first);   \
     for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
       if (wide) {                                                                          \
         for (uniform int64 ow = 0; ow < g->ow; ow++) {                                     \
@@ -226,10 +251,8 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
         }                                                                                  \
         continue;                                                                          \
       }                                                                                    \
-      uniform int64 ow0 = 0;                                                               \
-      while (ow0 < g->ow && ow0 * g->sw - g->pw < 0) ow0++;                                \
-      ud_avg_pool_cells_##sfx(g, x, y, oh, 0, ow0);                                        \
-      const uniform int64 fast_end = g->adaptive ? ow0 : ud_pool_fast_end(g, ow0);         \
+      uniform int64 ow0 = first;                                                           \
+      if (first > 0) ud_avg_pool_cells_##sfx(g, x, y, oh, 0, first);                       \
       for (; ow0 < fast_end; ow0 += programCount) {                                        \
         /* whole windows along the row: the divisor is the row's */                        \
         uniform int64 h0, h1, w0, w1;                                                      \
@@ -243,18 +266,20 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
         const T mean = div > 0 ? (T)(sum / div) : 0;                                       \
         UD_POOL_STORE(y, ys, mean)                                                         \
       }                                                                                    \
-      ud_avg_pool_cells_##sfx(g, x, y, oh, ow0, g->ow);                                    \
+      if (ow0 < g->ow) ud_avg_pool_cells_##sfx(g, x, y, oh, ow0, g->ow);                   \
     }                                                                                      \
   }                                                                                        \
-  export void ud_avg_pool_backward_##sfx(Geom g, void *uniform gx_, const void *uniform gy_) { \
+  export void ud_avg_pool_backward_##sfx(Geom geom, void *uniform gx_, const void *uniform gy_) { \
+    /* a local copy: stores through x, y, idx cannot alias it (fields stay in registers) */ \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
     uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
-    foreach (h = 0 ... g->h, w = 0 ... g->w) gx[h * g->xs[0] + w * g->xs[1]] = 0;          \
+    UD_POOL_ZERO(T, gx)                                                                    \
     const uniform bool wide = g->adaptive || g->kw >= programCount;                        \
+    const uniform int64 first = wide ? 0 : ud_pool_first(g);                               \
+    const uniform int64 fast_end = wide ? 0 : ud_pool_fast_end(g, first);                  \
     for (uniform int64 oh = 0; oh < g->oh; oh++) {                                         \
-      uniform int64 first = 0;                                                             \
-      while (!wide && first < g->ow && first * g->sw - g->pw < 0) first++;                 \
-      const uniform int64 fast_end = wide ? first : ud_pool_fast_end(g, first);            \
       for (uniform int64 ow0 = first; ow0 < fast_end; ow0 += programCount) {               \
         uniform int64 h0, h1, w0, w1;                                                      \
         uniform double div;                                                                \
@@ -267,14 +292,22 @@ static inline uniform int64 ud_pool_fast_end(Geom g, uniform int64 ow0) {
         }                                                                                  \
       }                                                                                    \
       for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
-        if (ow >= first && ow < fast_end) continue;                                        \
+        if (ow == first && fast_end > first) { /* done above */                            \
+          ow = fast_end - 1;                                                               \
+          continue;                                                                        \
+        }                                                                                  \
         uniform int64 h0, h1, w0, w1;                                                      \
         uniform double div;                                                                \
         ud_window(g, oh, ow, h0, h1, w0, w1, div);                                         \
         if (div <= 0) continue;                                                            \
         uniform T v = (uniform T)(gy[oh * g->ys[0] + ow * g->ys[1]] / div);                \
-        for (uniform int64 h = h0; h < h1; h++)                                            \
-          foreach (w = w0 ... w1) gx[h * g->xs[0] + w * g->xs[1]] += v;                    \
+        for (uniform int64 h = h0; h < h1; h++) {                                          \
+          uniform T *uniform row = gx + h * g->xs[0];                                      \
+          if (g->xs[1] == 1)                                                               \
+            foreach (w = w0 ... w1) row[w] += v;                                           \
+          else                                                                             \
+            foreach (w = w0 ... w1) row[(int64)w * g->xs[1]] += v;                         \
+        }                                                                                  \
       }                                                                                    \
     }                                                                                      \
   }
