@@ -109,14 +109,15 @@ def test_depthwise_strided_views_and_output():
     close(out, want, "float32")
 
 
-def test_depthwise_backward_input_nonfinite_weight():
+@pytest.mark.parametrize("algo", ["auto", "direct"])
+def test_depthwise_backward_input_nonfinite_weight(algo):
     """An inf weight reaches only the grad_x positions its tap touches (as in the reference)."""
     gy = rng.standard_normal((1, 2, 4, 4)).astype("float32")
     wt = rng.standard_normal((2, 1, 3, 3)).astype("float32")
     wt[0, 0, 0, 0] = np.inf
     attrs = {"stride": (2, 2), "padding": (1, 1), "groups": 2, "input_shape": (1, 2, 8, 8)}
     want = reference.run("conv2d_backward_input", [gy, wt], attrs)[0]
-    got = unidev.ops.conv2d_backward_input(dev(gy), dev(wt), **attrs).numpy()
+    got = unidev.ops.conv2d_backward_input(dev(gy), dev(wt), algorithm=algo, **attrs).numpy()
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
     fin = np.isfinite(want)
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-4, atol=1e-4)
@@ -141,3 +142,22 @@ def test_cached_plan_sees_updated_weight(algo, groups):
                             dict(attrs, input_shape=x.shape))[0], "float32")
         wt -= 0.1 * step + 0.5  # in place, same buffer, same shapes
         unidev.ops.copy(dev(wt), out=dw)
+
+
+@pytest.mark.parametrize("groups", [1, 4])
+def test_conv_from_several_threads(groups):
+    """Host threads sharing cached plans (same shapes, different data) get their own answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    attrs = {"stride": (1, 1), "padding": (1, 1), "groups": groups}
+    data = [(rng.standard_normal((2, 8, 12, 12)).astype("float32"),
+             rng.standard_normal((8, 8 // groups, 3, 3)).astype("float32")) for _ in range(4)]
+
+    def run(i: int) -> None:
+        x, wt = data[i]
+        for _ in range(5):
+            close(unidev.ops.conv2d(dev(x), dev(wt), algorithm="onednn", **attrs),
+                  reference.run("conv2d", [x, wt, None], attrs)[0], "float32")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(run, range(4)))

@@ -5,6 +5,12 @@
 // picks (from benchmarks/run.py on the ResNet-18 layers, batch 8, 2 threads; Winograd's 16
 // GEMMs run on oneDNN's sgemm, single-threaded inside its parallel loop — OpenBLAS called from
 // two threads at once measured anywhere from 0.5x to 1.3x):
+//   depthwise (one input channel per group): "direct" (ISPC loops on NCHW planes, no reorders)
+//     except for float32 input planes of <= 32x32, where oneDNN's channel-blocked kernels keep
+//     all lanes busy (our row loops fill 14 of 16 lanes at 14x14, 7 of 8 at 7x7, and pay a
+//     fixed cost per plane): forward always, grad_x when strided, grad_w for kernels <= 3x3
+//     (oneDNN's 5x5 grad_w measured 3-12x slower than direct). Measured single-threaded on
+//     MobileNetV3 / EfficientNet layers, batch 8-32;
 //   float32 with oneDNN built in:
 //     "winograd" for 3x3 / stride 1 / dilation 1 layers with >= 128 channels per group on both
 //       sides and outputs of >= 28x28 (y, grad_x) or >= 14x14 (grad_w): 1.15-1.45x oneDNN in
@@ -118,7 +124,14 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
-  if (p.cg() == 1) return Algo::direct;  // depthwise: ISPC loops on NCHW (conv_direct.cpp)
+  if (kOneDNN && is_f32 && p.cg() == 1) {  // depthwise: see the header
+    const bool small = p.h * p.w <= 1024, strided = p.sh > 1 || p.sw > 1;
+    const bool dnn = c.dir == ConvDir::forward           ? small
+                     : c.dir == ConvDir::backward_input ? small && strided
+                                                         : small && p.r * p.s <= 9;
+    return dnn ? Algo::onednn : Algo::direct;
+  }
+  if (p.cg() == 1) return Algo::direct;
   if (kOneDNN && is_f32) {
     const bool bwd_x = c.dir == ConvDir::backward_input;
     const int64_t side = c.dir == ConvDir::backward_weight ? 14 : 28, chans = 128;

@@ -111,12 +111,33 @@ void dw_backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
   // grad_y planes with a margin of the largest tap offset: gy[oh, ow] at (oh + rm, ow + cm)
   const int64_t rm = (p.r - 1) * p.dh / p.sh, cm = (p.s - 1) * p.dw / p.sw;
   const int64_t wg = ph.wq + cm, gs = (ph.hq + rm) * wg;
+  const bool unit = p.sh == 1 && p.sw == 1;
+  // per phase (a, b): the rows and columns of grad_x it holds, and its taps [t0, t1) in base /
+  // widx (the weight's index within its group), built once per call
+  struct Part { int64_t a, b, q0, j0, rows, cols, t0, t1; };
+  std::vector<Part> parts;
+  std::vector<int64_t> base, widx;
+  for (int64_t a = 0; a < p.sh; a++)
+    for (int64_t b = 0; b < p.sw; b++) {
+      const int64_t q0 = (p.ph - a + p.sh - 1) / p.sh, j0 = (p.pw - b + p.sw - 1) / p.sw;
+      const int64_t rows = (p.ph + p.h - a + p.sh - 1) / p.sh - q0;
+      const int64_t cols = (p.pw + p.w - b + p.sw - 1) / p.sw - j0;
+      if (rows <= 0 || cols <= 0) continue;
+      const int64_t t0 = int64_t(base.size());
+      for (int64_t t = 0; t < rs; t++) {
+        const int64_t rd = t / p.s * p.dh, sd = t % p.s * p.dw;
+        if (rd % p.sh != a || sd % p.sw != b) continue;
+        for (int64_t m = 0; m < kg; m++) {
+          base.push_back(m * gs + (rm - rd / p.sh + q0) * wg + cm - sd / p.sw + j0);
+          widx.push_back(m * rs + t);
+        }
+      }
+      parts.push_back({a, b, q0, j0, rows, cols, t0, int64_t(base.size())});
+    }
 #pragma omp parallel
   {
-    std::vector<T> buf, phbuf, wts;
-    std::vector<int64_t> base;
+    std::vector<T> buf, phbuf, wts(widx.size());
     T* G = zeroed(buf, gs * kg);
-    const bool unit = p.sh == 1 && p.sw == 1;
     T* P = unit ? nullptr : zeroed(phbuf, ph.size);
 #pragma omp for schedule(static)
     for (int64_t nc = 0; nc < p.n * p.c; nc++) {
@@ -125,27 +146,14 @@ void dw_backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
         for (int64_t oh = 0; oh < p.oh; oh++)
           std::copy_n(gy + (n * p.k + c * kg + m) * plane + oh * p.ow, p.ow,
                       G + m * gs + (oh + rm) * wg + cm);
-      for (int64_t a = 0; a < p.sh; a++)
-        for (int64_t b = 0; b < p.sw; b++) {  // the input positions of phase (a, b)
-          const int64_t q0 = (p.ph - a + p.sh - 1) / p.sh, j0 = (p.pw - b + p.sw - 1) / p.sw;
-          const int64_t rows = (p.ph + p.h - a + p.sh - 1) / p.sh - q0;
-          const int64_t cols = (p.pw + p.w - b + p.sw - 1) / p.sw - j0;
-          if (rows <= 0 || cols <= 0) continue;
-          base.clear(), wts.clear();
-          for (int64_t t = 0; t < rs; t++) {
-            const int64_t rd = t / p.s * p.dh, sd = t % p.s * p.dw;
-            if (rd % p.sh != a || sd % p.sw != b) continue;
-            for (int64_t m = 0; m < kg; m++) {
-              base.push_back(m * gs + (rm - rd / p.sh + q0) * wg + cm - sd / p.sw + j0);
-              wts.push_back(w[(c * kg + m) * rs + t]);
-            }
-          }
-          // stride 1: straight into grad_x's rows; else into the phase, unpacked below
-          T* out = unit ? gx + nc * p.h * p.w + (q0 - p.ph) * p.w + j0 - p.pw
-                        : P + (a * p.sw + b) * ph.pq + q0 * ph.wq + j0;
-          dw_rows(rows, cols, G, wg, base.data(), wts.data(), int(wts.size()), T(0), out,
-                  unit ? p.w : ph.wq);
-        }
+      for (size_t i = 0; i < widx.size(); i++) wts[i] = w[c * kg * rs + widx[i]];
+      for (const Part& q : parts) {
+        // stride 1: straight into grad_x's rows; else into the phase, unpacked below
+        T* out = unit ? gx + nc * p.h * p.w + (q.q0 - p.ph) * p.w + q.j0 - p.pw
+                      : P + (q.a * p.sw + q.b) * ph.pq + q.q0 * ph.wq + q.j0;
+        dw_rows(q.rows, q.cols, G, wg, base.data() + q.t0, wts.data() + q.t0, int(q.t1 - q.t0),
+                T(0), out, unit ? p.w : ph.wq);
+      }
       if (!unit) ph.pack(p, gx + nc * p.h * p.w, P, true);
     }
   }

@@ -2,8 +2,10 @@
 // every layout (format_tag::any, usually blocked nChw16c / OIhw16i16o); our dense NCHW / KCRS
 // buffers are reordered in and out. Forcing plain layouts costs up to a third of the speed and a
 // forced weight layout can select a reference kernel. Primitives, reorders and the blocked
-// buffers are built once per problem and cached; the reorders themselves run on every call
-// because weights change between calls.
+// buffers are built once per problem and cached (at most 256 plans and 1 GiB of blocked buffers;
+// thread-safe: a plan serves one call at a time). The reorders themselves run on every call:
+// an optimizer updates weights in place, and nothing in a call tells an updated weight from an
+// unchanged one short of reading it, which costs as much as the weight reorder itself.
 #include "conv_onednn.h"
 
 #include <array>
@@ -20,6 +22,15 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
+const dnnl::primitive_attr& user_scratch() {
+  static const dnnl::primitive_attr* attr = [] {
+    auto* a = new dnnl::primitive_attr();  // never destroyed, like the engine
+    a->set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }();
+  return *attr;
+}
+
 // One tensor as the caller holds it (plain, NCHW / KCRS) and as the primitive wants it.
 struct Port {
   int arg;                  // DNNL_ARG_* of the primitive
@@ -34,6 +45,14 @@ struct Plan {
   dnnl::primitive conv;
   Port ports[3];
   memory::desc bias;
+  // One scratchpad per plan (scratchpad_mode::user): oneDNN's own library scratchpad is global
+  // to the process, and two host threads running primitives at once crashed in it.
+  memory scratch;
+  memory::dim scratch_size = 1;
+
+  void need(const memory::desc& d) {
+    scratch_size = std::max(scratch_size, memory::dim(d.get_size()));
+  }
 
   void set_ports(const dnnl::engine& eng, const int (&args)[3], const memory::desc (&plain)[3],
                  const memory::desc (&want)[3]) {
@@ -42,8 +61,10 @@ struct Plan {
       if (want[i] == plain[i]) continue;
       ports[i].buf = memory(want[i], eng);
       const bool in = i < 2;
-      ports[i].reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, in ? plain[i] : want[i],
-                                                                     eng, in ? want[i] : plain[i]));
+      const dnnl::reorder::primitive_desc rd(eng, in ? plain[i] : want[i], eng,
+                                             in ? want[i] : plain[i], user_scratch());
+      need(rd.scratchpad_desc());
+      ports[i].reorder = dnnl::reorder(rd);
     }
   }
 };
@@ -54,6 +75,11 @@ using Key = std::tuple<int, bool, std::array<int64_t, 16>>;
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine* eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *eng;
+}
+
+std::unique_ptr<Plan> finish(std::unique_ptr<Plan> plan) {
+  plan->scratch = memory({{plan->scratch_size}, memory::data_type::u8, tag::x}, cpu_engine());
+  return plan;
 }
 
 std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
@@ -76,29 +102,33 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) 
   if (dir == ConvDir::forward) {
     // an empty bias descriptor (optional_arg in dnnl.hpp) disables the bias term
     const dnnl::convolution_forward::primitive_desc pd(
-        eng, prop, algo, xa, wa, has_bias ? bp : memory::desc(), ya, st, dil, pl, pr);
+        eng, prop, algo, xa, wa, has_bias ? bp : memory::desc(), ya, st, dil, pl, pr,
+        user_scratch());
     plan->conv = dnnl::convolution_forward(pd);
+    plan->need(pd.scratchpad_desc());
     plan->set_ports(eng, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {xp, wp, yp},
                     {pd.src_desc(), pd.weights_desc(), pd.dst_desc()});
     plan->bias = pd.bias_desc();
-    return plan;
+    return finish(std::move(plan));
   }
   const dnnl::convolution_forward::primitive_desc hint(eng, prop, algo, xa, wa, ya, st, dil, pl,
                                                        pr);
   if (dir == ConvDir::backward_input) {
     dnnl::convolution_backward_data::primitive_desc pd(eng, algo, xa, wa, ya, st, dil, pl, pr,
-                                                       hint);
+                                                       hint, user_scratch());
     plan->conv = dnnl::convolution_backward_data(pd);
+    plan->need(pd.scratchpad_desc());
     plan->set_ports(eng, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC}, {yp, wp, xp},
                     {pd.diff_dst_desc(), pd.weights_desc(), pd.diff_src_desc()});
   } else {
     dnnl::convolution_backward_weights::primitive_desc pd(eng, algo, xa, wa, ya, st, dil, pl, pr,
-                                                          hint);
+                                                          hint, user_scratch());
     plan->conv = dnnl::convolution_backward_weights(pd);
+    plan->need(pd.scratchpad_desc());
     plan->set_ports(eng, {DNNL_ARG_DIFF_DST, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS}, {yp, xp, wp},
                     {pd.diff_dst_desc(), pd.src_desc(), pd.diff_weights_desc()});
   }
-  return plan;
+  return finish(std::move(plan));
 }
 
 std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
@@ -107,12 +137,17 @@ std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
   const Key key{int(dir), has_bias,
                 {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
                  p.g}};
+  static size_t bytes = 0;  // held by the cached plans' blocked buffers
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  if (cache.size() >= 256) cache.clear();  // bound the memory held by blocked buffers
   std::shared_ptr<Plan> plan = make_plan(dir, p, has_bias);
+  size_t size = size_t(plan->scratch_size);
+  for (const Port& port : plan->ports) size += port.buf ? port.buf.get_desc().get_size() : 0;
+  // bounded in count and memory; a plan still running elsewhere lives on in its shared_ptr
+  if (cache.size() >= 256 || bytes + size > (size_t(1) << 30)) cache.clear(), bytes = 0;
   cache.emplace(key, plan);
+  bytes += size;
   return plan;
 }
 
@@ -131,12 +166,16 @@ void onednn_conv(ConvDir dir, const ConvShape& p, const float* in0, const float*
     user[i] = memory(port.user, cpu_engine(), data[i]);
     args[port.arg] = port.buf ? port.buf : user[i];
     if (i < 2 && port.buf)
-      port.reorder.execute(s, {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, port.buf}});
+      port.reorder.execute(s, {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, port.buf},
+                               {DNNL_ARG_SCRATCHPAD, plan->scratch}});
   }
   if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, cpu_engine(), const_cast<float*>(bias));
+  args[DNNL_ARG_SCRATCHPAD] = plan->scratch;
   plan->conv.execute(s, args);
   const Port& dst = plan->ports[2];
-  if (dst.buf) dst.reorder.execute(s, {{DNNL_ARG_FROM, dst.buf}, {DNNL_ARG_TO, user[2]}});
+  if (dst.buf)
+    dst.reorder.execute(s, {{DNNL_ARG_FROM, dst.buf}, {DNNL_ARG_TO, user[2]},
+                            {DNNL_ARG_SCRATCHPAD, plan->scratch}});
   s.wait();
 }
 
