@@ -83,6 +83,16 @@ static void store(const Red* R, int64_t k, Acc acc, int64_t where) {
 
 static void rows_task(void* ctx, int64_t begin, int64_t end) {
   const Red* R = ctx;
+  if (R->kd == 1 && R->rd == 1 && !R->is_arg) { /* one strided row per output (e.g. a mean over
+                                                * H, W): no flat-index arithmetic per row */
+    const RowFn row = g_red[R->op].row[R->dt];
+    for (int64_t k = begin; k < end; k++) {
+      Acc acc = R->init;
+      row(R->red_n, R->x + k * R->kstr[0][0] * R->xsize, R->rstr[0][0], &acc, 0, NULL);
+      g_finish[R->dt](1, R->out + k * R->kstr[1][0] * R->osize, 1, &acc, R->div);
+    }
+    return;
+  }
   for (int64_t k = begin; k < end; k++) {
     Acc acc = R->init;
     int64_t where = -1;
