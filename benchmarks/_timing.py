@@ -126,6 +126,18 @@ def ratio_plot(path: Path, cases: Sequence[Case], subject: str, base: str, title
 BASELINE_ENV = {"UNIDEV_DISABLE_PLUGIN_AUTOLOAD": "1", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 
 
+def shown_args(argv: Sequence[str]) -> str:
+    """The command-line options that shape the numbers: argv without --out and --lock."""
+    argv, shown = list(argv), []
+    while argv:
+        a = argv.pop(0)
+        if a in ("--out", "--lock"):
+            argv = argv[1:]
+        elif not a.startswith(("--out=", "--lock=")):
+            shown.append(a)
+    return " ".join(shown)
+
+
 def fmt_range(values: Sequence[float], fmt: str = "{:.2f}", unit: str = "") -> str:
     """'a–b<unit>' over the values (min–max), one figure when they agree at that precision."""
     vals = [v for v in values if v is not None and math.isfinite(v)]

@@ -57,6 +57,7 @@ from _timing import (  # noqa: E402
     markdown_table,
     measure,
     ratio_plot,
+    shown_args,
 )
 
 # ResNet-18 at 224x224: every distinct conv layer as (C, H, K, kernel, stride, padding).
@@ -294,18 +295,6 @@ def bandwidth_fractions(memory: list[Case]) -> list[tuple[Case, float]]:
     return out
 
 
-def _shown_args() -> str:
-    """The command-line options that shape the numbers (not --out, --lock)."""
-    argv, shown = sys.argv[1:], []
-    while argv:
-        a = argv.pop(0)
-        if a in ("--out", "--lock"):
-            argv = argv[1:]
-        elif not a.startswith(("--out=", "--lock=")):
-            shown.append(a)
-    return " ".join(shown)
-
-
 def build_cases(p: Plugin, quick: bool, batch: int, algos: tuple[str, ...],
                 ) -> tuple[list[Case], list[Case], list[Case]]:
     return memory_cases(p, quick), gemm_cases(p, quick), conv_cases(p, quick, batch, algos)
@@ -468,7 +457,7 @@ def main() -> None:
         return fmt_range([d.get(key) for d in per_pair], unit="×")
 
     lines = [
-        f"Measured by `python benchmarks/run.py {_shown_args()}` "
+        f"Measured by `.venv/bin/python benchmarks/run.py {shown_args(sys.argv[1:])}` "
         f"({time.strftime('%Y-%m-%d %H:%M')} UTC, {time.perf_counter() - t0:.0f} s; "
         f"{n_threads}, torch {base0['torch']}, numpy {base0['numpy']}): {pairs} round"
         f"{'s' if pairs > 1 else ''} of one baseline process (torch, numpy; unidev autoload off, "

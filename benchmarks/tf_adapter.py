@@ -40,6 +40,7 @@ from _timing import (  # noqa: E402
     fmt_range,
     mapped_unidev_libraries,
     pair_ratios,
+    shown_args,
 )
 
 ROW_KEYS = ("add", "const", "fixed", "mlp", "convnet")
@@ -259,7 +260,7 @@ def main() -> int:
               file=sys.stderr)
         return 1
     cpu0 = next(d for d in runs["cpu"] if d)
-    cmd = "benchmarks/tf_adapter.py " + " ".join(sys.argv[1:])
+    cmd = "benchmarks/tf_adapter.py " + shown_args(sys.argv[1:])
     lines = [f"Measured by `.venv/bin/python {cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M')} "
              f"UTC, {time.perf_counter() - t0:.0f} s): TF {cpu0['tf']}, TF_ENABLE_ONEDNN_OPTS="
              f"{cpu0['onednn']}, {pairs} round{'s' if pairs > 1 else ''} of one TF CPU process "

@@ -39,6 +39,7 @@ from _timing import (  # noqa: E402
     fmt_range,
     mapped_unidev_libraries,
     pair_ratios,
+    shown_args,
 )
 
 ROW_KEYS = ("tiny", "mlp", "mlp-fused", "convnet", "convnet-fused", "depthwise", "resnet18")
@@ -198,7 +199,7 @@ def main() -> int:
               file=sys.stderr)
         return 1
     cpu0 = next(d for d in runs["cpu"] if d)
-    cmd = "benchmarks/torch_adapter.py " + " ".join(a for a in sys.argv[1:] if a != "--child")
+    cmd = "benchmarks/torch_adapter.py " + shown_args(sys.argv[1:])
     lines = [f"Measured by `.venv/bin/python {cmd.strip()}` ({time.strftime('%Y-%m-%d %H:%M')} "
              f"UTC, {time.perf_counter() - t0:.0f} s): torch {cpu0['torch']}, "
              f"{cpu0['threads']} threads, {pairs} round{'s' if pairs > 1 else ''} of one torch CPU "

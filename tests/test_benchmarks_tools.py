@@ -125,3 +125,8 @@ def test_tf_table_device_over_cpu():
     assert lines[0] == "| case | TF CPU | AVX (x86) | AVX / TF CPU |"
     assert lines[2] == "| ADD | 20–25 µs | 25–30 µs | 1.00–1.50× |"
     json.dumps(runs)  # the results file is JSON
+
+
+def test_shown_args_drop_out_and_lock():
+    argv = ["--quick", "--out", "/tmp/x", "--lock=/tmp/l", "--rows", "mlp", "--lock", "f"]
+    assert _timing.shown_args(argv) == "--quick --rows mlp"
