@@ -147,3 +147,25 @@ def test_bad_lists_name_the_op(dev):
 def test_fused_rows_are_registered(dev):
     names = set(ut.registered_ops())
     assert {"_fused_sgd_", "_fused_adam_", "_fused_adamw_", "_fused_sgd_.tensor_lr"} <= names
+
+
+def test_grad_scaler_drives_the_fused_step_like_on_the_cpu(dev):
+    """GradScaler passes grad_scale/found_inf to fused optimizers; an inf step is skipped."""
+    def run(device):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(9, 4).to(device)
+        opt = torch.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1, fused=True)
+        scaler = torch.amp.GradScaler(device, init_scale=2.0 ** 10)
+        x = torch.randn(6, 9).to(device)
+        for i in range(4):
+            opt.zero_grad()
+            loss = m(x).square().sum() * (float("inf") if i == 1 else 1.0)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        return [p.detach().cpu() for p in m.parameters()], scaler.get_scale()
+
+    (got, got_scale), (want, want_scale) = run(dev), run("cpu")
+    assert got_scale == want_scale == 2.0 ** 9
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
