@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -192,7 +193,7 @@ struct VESIMkernel_ctx {
   int cores;
   VESIMresult error = VESIM_SUCCESS;
   std::string message;
-  std::vector<void*> scratch;
+  std::vector<std::pair<void*, uint64_t>> scratch;  // blocks and their capacities
   int nwrites = 0;
   Write writes[kInlineWrites];  // the first ones; the rest in more_writes (no allocation per task)
   std::vector<Write> more_writes;
@@ -241,6 +242,10 @@ struct VESIMstream_st {
   alignas(64) Resolved resolved[4];
   uint64_t resolved_gen = 0;
   unsigned resolved_next = 0;
+  // Kernel scratch blocks kept by the worker for the next kernels (only it touches them): a
+  // fresh block of a few MiB per call costs its page faults, as much as a convolution's work.
+  std::vector<std::pair<void*, uint64_t>> scratch_cache;
+  uint64_t scratch_cached = 0;
 };
 
 struct VESIMcontext_st {
@@ -278,6 +283,50 @@ std::atomic<uint64_t> g_error_ids{0};
 std::mutex g_prof_mu;
 std::atomic<VESIMprofiler_callback> g_prof_fn{nullptr};
 void* g_prof_user = nullptr;
+
+// VESIM_PROFILE=1: a table of device time per task name (and of the parallel regions' helper
+// use) on stderr at exit, for finding where an application's device time goes.
+std::atomic<bool> g_summary{false};
+std::atomic<uint64_t> g_regions{0}, g_region_ns{0}, g_helper_ns{0}, g_wait_ns{0};
+struct SumRow { uint64_t n = 0, ns = 0, cpu_ns = 0; };
+std::mutex g_sum_mu;
+std::map<std::string, SumRow>* g_sum = nullptr;  // never freed: printed from atexit
+
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// cpu_ns: the worker's CPU time in the task and the helpers' in its regions' chunks, which on
+// a loaded host says more than the wall time
+void summary_record(VESIMprof_kind kind, const char* name, uint64_t ns, uint64_t cpu_ns) {
+  static const char* kinds[] = {"kernel", "htod", "dtoh", "dtod", "memset", "packed", "alloc",
+                                "free", "callback"};
+  std::lock_guard<std::mutex> lock(g_sum_mu);
+  SumRow& row = (*g_sum)[name ? name : kinds[kind]];
+  row.n++;
+  row.ns += ns;
+  row.cpu_ns += cpu_ns;
+}
+
+void summary_print() {
+  std::lock_guard<std::mutex> lock(g_sum_mu);
+  std::vector<std::pair<std::string, SumRow>> rows(g_sum->begin(), g_sum->end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
+  uint64_t total = 0, cpu = 0;
+  for (auto& r : rows) total += r.second.ns, cpu += r.second.cpu_ns;
+  fprintf(stderr, "vesim profile: %.3f ms device time (%.3f ms CPU) in %zu task names\n",
+          total / 1e6, cpu / 1e6, rows.size());
+  for (auto& r : rows)
+    fprintf(stderr, "  %-28s %7llu calls %9.3f ms %8.2f us/call %5.1f%%  CPU %8.2f us/call\n",
+            r.first.c_str(), (unsigned long long)r.second.n, r.second.ns / 1e6,
+            r.second.ns / 1e3 / double(r.second.n), 100.0 * double(r.second.ns) / double(total ? total : 1),
+            r.second.cpu_ns / 1e3 / double(r.second.n));
+  fprintf(stderr, "  regions %llu: %.3f ms on the worker, helpers' CPU %.3f ms, worker waited %.3f ms\n",
+          (unsigned long long)g_regions.load(), g_region_ns.load() / 1e6, g_helper_ns.load() / 1e6,
+          g_wait_ns.load() / 1e6);
+}
 
 bool initialized() { return g_refcount > 0; }
 
@@ -420,6 +469,24 @@ void report(VESIMstream s, const Task& t, uint64_t t0, uint64_t t1, VESIMresult 
   fn(&rec, user);
 }
 
+// Up to this many bytes of scratch stay cached per stream (the largest blocks go first).
+constexpr uint64_t kScratchCache = uint64_t(1) << 30;
+
+void scratch_return(VESIMstream s, VESIMkernel_ctx& k) {
+  for (auto& b : k.scratch) {
+    s->scratch_cache.push_back(b);
+    s->scratch_cached += b.second;
+  }
+  k.scratch.clear();
+  auto& c = s->scratch_cache;
+  while (s->scratch_cached > kScratchCache || c.size() > 32) {
+    auto big = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    s->scratch_cached -= big->second;
+    free(big->first);
+    c.erase(big);
+  }
+}
+
 // Waits until `target` tasks of the stream have completed: polls a while, then sleeps.
 void wait_finished(VESIMstream s, uint64_t target) {
   auto reached = [&] { return s->finished.load() >= target; };
@@ -455,8 +522,10 @@ void worker_main(VESIMstream s) {
       tl_error_id = pending ? s->error_id : 0;
     }
 
-    const bool timed = t.latency_ns || g_prof_fn.load(std::memory_order_relaxed);
+    const bool summary = g_summary.load(std::memory_order_relaxed);
+    const bool timed = t.latency_ns || summary || g_prof_fn.load(std::memory_order_relaxed);
     uint64_t t0 = timed ? now_ns() : 0;
+    const uint64_t cpu0 = summary ? thread_cpu_ns() : 0, helpers0 = summary ? g_helper_ns.load() : 0;
     if (t.latency_ns) spin_until(t0 + t.latency_ns);
     if (t.kind == VESIM_PROF_KERNEL && (slept || ++unchecked == 1024)) {
       install_fault_handlers();
@@ -470,12 +539,17 @@ void worker_main(VESIMstream s) {
     if (t.kind == VESIM_PROF_CALLBACK) r = VESIM_SUCCESS;
     if (r != VESIM_SUCCESS && k.error == VESIM_SUCCESS)
       record_error(&k, r, std::string("returned ") + vesimGetErrorName(r));
-    for (void* p : k.scratch) free(p);
+    scratch_return(s, k);
     if (t.kind == VESIM_PROF_KERNEL) {
       s->dev->stats.kernels++;
       if (r != VESIM_SUCCESS) s->dev->stats.kernel_errors++;
     }
-    if (timed) report(s, t, t0, now_ns(), r);
+    if (timed) {
+      const uint64_t t1 = now_ns();
+      if (summary)
+        summary_record(t.kind, t.name, t1 - t0, thread_cpu_ns() - cpu0 + g_helper_ns.load() - helpers0);
+      report(s, t, t0, t1, r);
+    }
 
     if (r != VESIM_SUCCESS) {
       std::string name = t.name ? t.name : "task";
@@ -555,6 +629,7 @@ void stream_finish(VESIMstream s) {
     s->cv_work.notify_all();
   }
   s->worker.join();
+  for (auto& b : s->scratch_cache) free(b.first);
   delete s;
 }
 
@@ -589,7 +664,9 @@ void pool_thread(Device* d, uint64_t seen) {
     while (job) {  // none: the region ended before this helper woke up
       int64_t c = job->next.fetch_add(1);
       if (c >= job->chunks) break;
+      uint64_t t0 = g_summary.load(std::memory_order_relaxed) ? thread_cpu_ns() : 0;
       run_chunk(job.get(), c);
+      if (t0) g_helper_ns += thread_cpu_ns() - t0;
       if (job->done.fetch_add(1) + 1 == job->chunks) {
         std::lock_guard<std::mutex> lock(p.mu);
         p.done_cv.notify_all();
@@ -769,6 +846,11 @@ VESIMresult vesimInit(void) {
   mem = std::min(mem, kMaxOffset + 1);
   const char* lat = getenv("VESIM_LATENCY");
   g_latency = (lat && strcmp(lat, "veda") == 0) ? 1 : 0;
+  const char* prof = getenv("VESIM_PROFILE");
+  if (prof && *prof && strcmp(prof, "0") && !g_summary.exchange(true)) {
+    g_sum = new std::map<std::string, SumRow>();
+    atexit(summary_print);
+  }
   for (int i = 0; i < n; i++) {
     auto* d = new Device();
     d->id = i;
@@ -1383,13 +1465,24 @@ int vesimDevCores(const VESIMkernel_ctx* k) { return k->cores; }
 int vesimDevDevice(const VESIMkernel_ctx* k) { return k->dev->id; }
 
 void* vesimDevScratch(VESIMkernel_ctx* k, uint64_t bytes) {
-  void* p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  const uint64_t want = (bytes + 63) / 64 * 64 + 64;
+  auto& cache = k->stream->scratch_cache;  // the smallest cached block that is large enough
+  auto best = cache.end();
+  for (auto it = cache.begin(); it != cache.end(); ++it)
+    if (it->second >= want && (best == cache.end() || it->second < best->second)) best = it;
+  if (best != cache.end()) {
+    k->scratch.push_back(*best);
+    k->stream->scratch_cached -= best->second;
+    cache.erase(best);
+    return k->scratch.back().first;
+  }
+  void* p = aligned_alloc(64, want);
   if (!p) {
     record_error(k, VESIM_ERROR_OUT_OF_MEMORY, "kernel scratch of " + std::to_string(bytes) +
                  " bytes");
     return nullptr;
   }
-  k->scratch.push_back(p);
+  k->scratch.push_back({p, want});
   return p;
 }
 
@@ -1407,6 +1500,7 @@ VESIMresult vesimDevParallelFor(VESIMkernel_ctx* k, int64_t n, int64_t grain, VE
   Device* d = k->dev;
   Pool& p = d->pool;
   std::lock_guard<std::mutex> run(p.run_mu);
+  const uint64_t t0 = g_summary.load(std::memory_order_relaxed) ? now_ns() : 0;
   auto job = std::make_shared<Job>();
   job->fn = body;
   job->arg = arg;
@@ -1429,9 +1523,14 @@ VESIMresult vesimDevParallelFor(VESIMkernel_ctx* k, int64_t n, int64_t grain, VE
     job->done.fetch_add(1);
   }
   auto all_done = [&] { return job->done.load() == job->chunks; };
+  const uint64_t t1 = t0 ? now_ns() : 0;
   if (!spin_for(all_done)) {
     std::unique_lock<std::mutex> lock(p.mu);
     p.done_cv.wait(lock, all_done);
+  }
+  if (t0) {
+    uint64_t t2 = now_ns();
+    g_regions++, g_region_ns += t2 - t0, g_wait_ns += t2 - t1;
   }
   {
     std::lock_guard<std::mutex> lock(p.mu);

@@ -45,8 +45,9 @@ typedef void (*VESIMrange_fn)(void* arg, int64_t begin, int64_t end, int core);
 VESIMresult vesimDevParallelFor(VESIMkernel_ctx* k, int64_t n, int64_t grain, VESIMrange_fn body,
                                 void* arg);
 
-/* Scratch memory on the device for the kernel's lifetime (freed when it returns). NULL with
- * an OUT_OF_MEMORY failure recorded if it cannot be had. */
+/* Scratch memory on the device for the kernel's lifetime (freed when it returns), 64-byte
+ * aligned, contents undefined (the stream keeps freed blocks for its next kernels). Call it on
+ * the kernel's own thread. NULL with an OUT_OF_MEMORY failure recorded if it cannot be had. */
 void* vesimDevScratch(VESIMkernel_ctx* k, uint64_t bytes);
 
 #ifdef __cplusplus
