@@ -79,7 +79,9 @@ struct Phases {
   }
 };
 
-// Per-thread scratch, zeroed at the start of every call (only interiors are rewritten).
+// Per-thread scratch, zeroed at the start of every call (only interiors are rewritten). The plane
+// loops are scheduled dynamically: on a shared machine a descheduled thread's share of a static
+// split stalls the whole call.
 template <class T>
 T* zeroed(std::vector<T>& v, int64_t n) {
   v.assign(size_t(n), T(0));
@@ -94,7 +96,7 @@ void dw_forward(const ConvShape& p, const T* x, const T* w, const T* bias, T* y)
   {
     std::vector<T> buf;
     T* P = zeroed(buf, ph.size);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t nc = 0; nc < p.n * p.c; nc++) {
       ph.pack(p, const_cast<T*>(x) + nc * p.h * p.w, P, false);
       for (int64_t k = nc % p.c * kg; k < (nc % p.c + 1) * kg; k++)
@@ -139,7 +141,7 @@ void dw_backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
     std::vector<T> buf, phbuf, wts(widx.size());
     T* G = zeroed(buf, gs * kg);
     T* P = unit ? nullptr : zeroed(phbuf, ph.size);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t nc = 0; nc < p.n * p.c; nc++) {
       const int64_t n = nc / p.c, c = nc % p.c;
       for (int64_t m = 0; m < kg; m++)
@@ -168,7 +170,7 @@ void dw_backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
     std::vector<T> buf;
     std::vector<double> acc;
     T* P = zeroed(buf, ph.size);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t c = 0; c < p.c; c++) {
       acc.assign(size_t(kg * rs), 0.0);
       for (int64_t n = 0; n < p.n; n++) {
