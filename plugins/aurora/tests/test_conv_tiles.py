@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from aurora_testutil import run_python
 
 import unidev
 from unidev.core import reference
@@ -64,3 +65,16 @@ def test_strided_views_and_reused_scratch() -> None:
         unidev.ops.conv2d(dev(big), dev(w), None, **attrs).numpy()  # leaves garbage in scratch
         np.testing.assert_allclose(unidev.ops.conv2d(view, dev(w), None, **attrs).numpy(), want,
                                    rtol=2e-4, atol=2e-4)
+
+
+def test_vesim_profile_table_at_exit() -> None:
+    code = ("import numpy as np, unidev\n"
+            "x = unidev.DeviceArray.from_numpy(np.ones((1, 2, 8, 8), np.float32), 'aurora')\n"
+            "w = unidev.DeviceArray.from_numpy(np.ones((3, 2, 3, 3), np.float32), 'aurora')\n"
+            "y = unidev.ops.conv2d(x, w, None, stride=(1, 1), padding=(1, 1), dilation=(1, 1),"
+            " groups=1, algorithm='auto').numpy()\n"
+            "assert y[0, 0, 3, 3] == 18, y[0, 0, 3, 3]\n")
+    done = run_python(code, {"VESIM_PROFILE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "vesim profile:" in done.stderr and "conv2d" in done.stderr, done.stderr
+    assert "vesim profile:" not in run_python(code, {"VESIM_PROFILE": "0"}).stderr

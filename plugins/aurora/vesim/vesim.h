@@ -19,7 +19,9 @@
  *     violation, a kernel returning an error, a kernel that crashes with SIGSEGV/SIGBUS/SIGFPE)
  *     is recorded on that stream, and only there (see "Errors of enqueued work" below).
  *   - poisoned memory: what failed work was to write reads back as that failure, not as a value.
- *   - optional latency model (VESIM_LATENCY=veda), statistics, a profiler callback.
+ *   - optional latency model (VESIM_LATENCY=veda), statistics, a profiler callback, and
+ *     VESIM_PROFILE=1: a table of every task name's calls, device time and CPU time (the
+ *     worker's and the helper cores' in its parallel regions) on stderr at exit.
  *
  * Kernels (the code that "runs on the VE") use the device-side API in vesim_device.h.
  * All functions are thread-safe.
