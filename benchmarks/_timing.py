@@ -138,12 +138,20 @@ def shown_args(argv: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def fmt_range(values: Sequence[float], fmt: str = "{:.2f}", unit: str = "") -> str:
-    """'a–b<unit>' over the values (min–max), one figure when they agree at that precision."""
+def sig3(v: float) -> str:
+    """Three significant digits, never an exponent (1.23, 45.6, 789, 3360)."""
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def fmt_range(values: Sequence[float], fmt: str | Callable[[float], str] = "{:.2f}",
+              unit: str = "") -> str:
+    """'a–b<unit>' over the values (min–max), one figure when they agree at that precision;
+    `fmt` is a format string or a function of one value."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
         return "—"
-    lo, hi = fmt.format(min(vals)), fmt.format(max(vals))
+    show = fmt.format if isinstance(fmt, str) else fmt
+    lo, hi = show(min(vals)), show(max(vals))
     return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
 
 

@@ -58,6 +58,7 @@ from _timing import (  # noqa: E402
     measure,
     ratio_plot,
     shown_args,
+    sig3,
 )
 
 # ResNet-18 at 224x224: every distinct conv layer as (C, H, K, kernel, stride, padding).
@@ -358,7 +359,7 @@ def readme_summary(memory: list[Case], gemm: list[Case], conv: list[Case],
     def rate(name: str, impl: str) -> str:
         c = next((c for c in memory + gemm + conv if c.name == name), None)
         r = c.rate(impl) if c else None
-        return "—" if r is None else f"{r:.3g}"
+        return "—" if r is None else sig3(r)
 
     def rates(names: list[str], impl: str) -> str:
         return " / ".join(rate(n, impl) for n in names)

@@ -41,6 +41,7 @@ from _timing import (  # noqa: E402
     mapped_unidev_libraries,
     pair_ratios,
     shown_args,
+    sig3,
 )
 
 ROW_KEYS = ("add", "const", "fixed", "mlp", "convnet")
@@ -187,10 +188,6 @@ def _child(quick: bool, keys: list[str]) -> None:
                       "unidev_libraries": mapped_unidev_libraries(), "rows": out}))
 
 
-def _us(s: float) -> str:
-    return f"{s * 1e6:.3g}" if s < 1e-3 else f"{s * 1e3:.3g} ms"
-
-
 def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str]) -> list[str]:
     """Markdown rows: TF CPU time range, then per plugin device time / TF CPU time (pair by
     pair, lower is better) and the device's time range."""
@@ -202,7 +199,7 @@ def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str
     def times(vals):
         vals = [v for v in vals if v]
         unit, k = ("µs", 1e6) if vals and max(vals) < 1e-3 else ("ms", 1e3)
-        return fmt_range([v * k for v in vals], "{:.3g}", " " + unit)
+        return fmt_range([v * k for v in vals], sig3, " " + unit)
 
     devs = {p: next((d["device"].split(":")[1] for d in runs[p] if d), p) for p in plugins}
     head = ["case", "TF CPU"] + [f"{devs[p]} ({p})" for p in plugins] + [
@@ -273,7 +270,7 @@ def main() -> int:
         const = [d["rows"]["const"]["best_s"] for d in runs["cpu"] if d]
         lines.append("- every non-CPU device's `tf.constant` runs one eager op (`_EagerConst`) "
                      "that TF CPU skips; TF CPU's `tf.constant` + `tf.identity` takes "
-                     f"{fmt_range([f * 1e6 for f in floor], '{:.3g}', ' µs')} "
+                     f"{fmt_range([f * 1e6 for f in floor], sig3, ' µs')} "
                      f"({fmt_range(pair_ratios(floor, const), unit='×')} its `tf.constant`)")
     lines += ["", *table(runs, plugins, keys)]
     text = "\n".join(lines) + "\n"

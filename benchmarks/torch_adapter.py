@@ -40,6 +40,7 @@ from _timing import (  # noqa: E402
     mapped_unidev_libraries,
     pair_ratios,
     shown_args,
+    sig3,
 )
 
 ROW_KEYS = ("tiny", "mlp", "mlp-fused", "convnet", "convnet-fused", "depthwise", "resnet18")
@@ -119,10 +120,6 @@ def _child(quick: bool, keys: list[str]) -> None:
         "unidev_libraries": mapped_unidev_libraries(), "rows": out}))
 
 
-def _ms(s: float) -> str:
-    return f"{s * 1e3:.3g}" if s < 1 else f"{s * 1e3:.0f}"
-
-
 def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str]) -> list[str]:
     """Markdown rows: per case, torch CPU best-step ms (range over processes), then per plugin
     its ms range and the speed-up range (CPU / device, pair by pair)."""
@@ -135,8 +132,8 @@ def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str
         def best(results, key=key):
             return [d["rows"][key]["best_s"] if d and key in d["rows"] else None for d in results]
         title = next((d["rows"][key]["title"] for d in cpu if d and key in d["rows"]), key)
-        cells = [title, fmt_range([t * 1e3 for t in best(cpu) if t], "{:.3g}")]
-        cells += [fmt_range([t * 1e3 for t in best(runs[p]) if t], "{:.3g}") for p in plugins]
+        cells = [title, fmt_range([t * 1e3 for t in best(cpu) if t], sig3)]
+        cells += [fmt_range([t * 1e3 for t in best(runs[p]) if t], sig3) for p in plugins]
         cells += [fmt_range(pair_ratios(best(cpu), best(runs[p])), unit="×") for p in plugins]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -130,3 +130,9 @@ def test_tf_table_device_over_cpu():
 def test_shown_args_drop_out_and_lock():
     argv = ["--quick", "--out", "/tmp/x", "--lock=/tmp/l", "--rows", "mlp", "--lock", "f"]
     assert _timing.shown_args(argv) == "--quick --rows mlp"
+
+
+def test_sig3_never_an_exponent():
+    assert [_timing.sig3(v) for v in (1.2345, 45.67, 789.4, 3364.0)] == ["1.23", "45.7", "789",
+                                                                        "3364"]
+    assert _timing.fmt_range([440.2, 3364.0], _timing.sig3) == "440–3364"
