@@ -149,8 +149,8 @@ static UD_Error* event_elapsed(UD_Event start, UD_Event end, double* ms) {
 }
 
 /* ---- kernels ----
- * The conv kernels (src/dense) parallelize with OpenMP, so they run on the plugin's OpenMP
- * thread (threads.c says why). A kernel has no closure: each conv table slot gets a trampoline
+ * The conv kernels (src/dense) parallelize with OpenMP, so they go through ud_x86_omp_run
+ * (threads.c says why). A kernel has no closure: each conv table slot gets a trampoline
  * (a longer table fails the lookup, which the conformance tests see). */
 #define UD_OMP_SLOT(i)                                            \
   static UD_Error* omp_slot##i(const UD_KernelArgs* a) {         \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "x86.h"
 
@@ -40,13 +41,13 @@ static struct {
 static _Thread_local int t_in_task;
 
 /* Waits until (*counter == value) == equal, or for at most timeout_ns when that is >= 0; returns
- * whether the condition holds. It spins (yielding) first and sleeps only after that: waking a
+ * whether the condition holds. It spins (`spin` yields) first and sleeps only after that: waking a
  * sleeping thread takes a futex and, on a virtual machine, an idle vCPU's wake-up — tens of µs,
  * as long as a 1M-element add. Sleepers are counted (sequentially consistent with the counters'
  * updates) so that `bump` skips the mutex when nobody sleeps. */
-static int await(Waiters* w, const uint64_t* counter, uint64_t value, int equal,
+static int await(Waiters* w, const uint64_t* counter, uint64_t value, int equal, int spin,
                  int64_t timeout_ns) {
-  for (int i = 0; i < UD_SPIN; i++) {
+  for (int i = 0; i < spin; i++) {
     if ((__atomic_load_n(counter, __ATOMIC_SEQ_CST) == value) == equal) return 1;
     sched_yield();
   }
@@ -101,7 +102,7 @@ static void* worker(void* unused __attribute__((unused))) {
   for (uint64_t job = 0;; job = __atomic_load_n(&g_pool.jobs, __ATOMIC_SEQ_CST)) {
     const uint64_t ran = work(job);
     if (ran) bump(&g_pool.w, &g_pool.done, ran);
-    await(&g_pool.w, &g_pool.jobs, job, 0, -1);
+    await(&g_pool.w, &g_pool.jobs, job, 0, UD_SPIN, -1);
   }
   return NULL;
 }
@@ -154,7 +155,7 @@ void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx) {
   const uint64_t ran = work(job);
   t_in_task = 0;
   if (ran) __atomic_add_fetch(&g_pool.done, ran, __ATOMIC_SEQ_CST);
-  await(&g_pool.w, &g_pool.done, (uint64_t)((n + chunk - 1) / chunk), 1, -1);
+  await(&g_pool.w, &g_pool.done, (uint64_t)((n + chunk - 1) / chunk), 1, UD_SPIN, -1);
   pthread_mutex_unlock(&g_pool.busy);
 }
 
@@ -166,9 +167,10 @@ void ud_x86_parallel(int64_t n, int64_t grain, ud_x86_task fn, void* ctx) {
  * spin 100 rounds instead of 300000 before sleeping between regions: each of torch's parallel
  * regions then pays a futex wake-up, and torch's CPU training step was 45-65 % slower for the
  * rest of the process after one backward on this device (torch runs a device's backward on its
- * own autograd thread; TF runs kernels on its executor threads). So every OpenMP kernel runs on
- * this one thread, which hands its team back (omp_pause_resource) after UD_OMP_IDLE_NS without
- * work. UNIDEV_X86_OMP_THREAD=0 runs them on the calling thread instead. */
+ * own autograd thread; TF runs kernels on its executor threads). So OpenMP kernels called from
+ * any thread but the process's main one (whose team is the framework's own, when it has one)
+ * run on this one thread, which hands its team back (omp_pause_resource) after UD_OMP_IDLE_NS
+ * without work. UNIDEV_X86_OMP_THREAD=0 runs them all on the calling thread instead. */
 static struct {
   pthread_once_t once;
   pthread_mutex_t busy; /* held by the caller whose kernel runs */
@@ -188,7 +190,7 @@ static void* omp_main(void* unused __attribute__((unused))) {
   t_on_omp = 1;
   int team = 0; /* whether this thread may hold an OpenMP team */
   for (uint64_t seen = 0;;) {
-    if (!await(&g_omp.w, &g_omp.posted, seen, 0, team ? UD_OMP_IDLE_NS : -1)) {
+    if (!await(&g_omp.w, &g_omp.posted, seen, 0, UD_SPIN, team ? UD_OMP_IDLE_NS : -1)) {
       omp_pause_resource(omp_pause_soft, omp_get_initial_device());
       team = 0;
       continue;
@@ -217,13 +219,15 @@ static void omp_init(void) {
 
 UD_Error* ud_x86_omp_run(UD_KernelFn fn, const UD_KernelArgs* args) {
   pthread_once(&g_omp.once, omp_init);
-  if (t_on_omp || !g_omp.started) return fn(args);
+  if (t_on_omp || !g_omp.started || gettid() == getpid()) return fn(args);
   pthread_mutex_lock(&g_omp.busy);
   g_omp.fn = fn;
   g_omp.args = args;
   const uint64_t finished = g_omp.finished + 1; /* only the OpenMP thread moves it, under busy */
   bump(&g_omp.w, &g_omp.posted, 1);
-  await(&g_omp.w, &g_omp.finished, finished, 1, -1);
+  /* sleep at once: spinning, the caller would be one runnable thread more than the cores the
+   * kernel's OpenMP team occupies, and delay that team's barriers */
+  await(&g_omp.w, &g_omp.finished, finished, 1, 0, -1);
   UD_Error* result = g_omp.result;
   pthread_mutex_unlock(&g_omp.busy);
   return result;
