@@ -15,10 +15,7 @@ namespace {
 UD_KernelFn registry[UD_OP_COUNT][UD_DT_COUNT];  // constant-initialized: no order to get wrong
 
 // Inputs a kernel also writes (the op set's `mutated` inputs): bit i for input i.
-uint32_t mutated_inputs(int op) {
-  return op == UD_OP_BATCH_NORM
-             ? 1u << UD_IN_BATCH_NORM_RUNNING_MEAN | 1u << UD_IN_BATCH_NORM_RUNNING_VAR : 0;
-}
+uint32_t mutated_inputs(int op) { return ud_op_info(op)->mutated_inputs; }
 
 // True when the view's elements cover every byte of its extent (a permuted contiguous layout):
 // only such a write lifts the poison of memory that failed work was to write (vesim.h).

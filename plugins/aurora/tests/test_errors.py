@@ -210,3 +210,20 @@ def test_two_threads_reading_through_the_core(lib, new_stream) -> None:
     for t in threads:
         t.join(timeout=120)
     assert wrong == [], f"{len(wrong)} wrong results, first: {wrong[0]}"
+
+
+def test_failed_optimizer_step_poisons_the_state_it_updates(lib, new_stream) -> None:
+    """sgd_update's param and momentum buffer are written in place (the op set's mutated inputs):
+    a step that read a failed gradient must leave them unreadable, not holding the old values."""
+    a = new_stream()
+    grad, _ = nll(lib, [4], a)
+    with pytest.raises(InvalidArgumentError):
+        lib.stream_synchronize(a)
+    param = synced(np.full((), 1.0, np.float32), lib)
+    buf = synced(np.full((), 0.5, np.float32), lib)
+    ops.sgd_update(param, grad, buf, lr=0.1, momentum=0.9, stream=a)
+    with pytest.raises(InvalidArgumentError, match="sgd_update: input 1.*nll_loss: target 4"):
+        lib.stream_synchronize(a)
+    for state in (param, buf):
+        with pytest.raises(InvalidArgumentError, match="nll_loss: target 4"):
+            state.numpy()
