@@ -114,17 +114,24 @@ def test_torch_openmp_team_keeps_spinning_after_device_work(plugin):
 
 RATIO = COMMON + """
     import statistics
-    train("cpu", 1)
-    before = []
-    for _ in range(5):  # before any device work: the slowdown lasted for the rest of the process
-        t0 = time.perf_counter(); train("cpu", 3); t1 = time.perf_counter()
-        before.append(t1 - t0)
-    base = statistics.median(before)
+    from unidev.demos import torch_models as models
+    big = models.resnet(width=32)  # the issue's net: many parallel regions per step
+    opt = torch.optim.SGD(big.parameters(), lr=0.01, momentum=0.9)
+    bx, by = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+    def cpu_steps():
+        t0 = time.perf_counter()
+        for _ in range(3):
+            loss = F.cross_entropy(big(bx), by); opt.zero_grad(); loss.backward(); opt.step()
+        return time.perf_counter() - t0
+
+    cpu_steps()
+    # before any device work (the slowdown lasted for the rest of the process), then after each
+    base = statistics.median(cpu_steps() for _ in range(5))
     after = []
     for _ in range(5):
         device_work()
-        t0 = time.perf_counter(); train("cpu", 3); t1 = time.perf_counter()
-        after.append(t1 - t0)
+        after.append(cpu_steps())
     print(json.dumps({"base": base, "after": statistics.median(after)}))
 """
 
@@ -132,7 +139,9 @@ RATIO = COMMON + """
 @pytest.mark.slow
 @pytest.mark.parametrize("plugin", torch_plugins())
 def test_torch_cpu_step_time_after_device_work(plugin):
-    """Timed (so not in the default run): median CPU step after device work vs before, in the
-    same process, over 5 alternations; the bug made it 1.45-1.65x."""
+    """Timed (so not in the default run): median of 3 CPU steps after device work vs before, in
+    the same process, 5 times each; the bug made it 1.45-1.65x on a quiet machine. Only there:
+    on a loaded one torch's spinning team is slower before (2.1-2.4 s vs 0.3-1.7 s after, load
+    3), so the mechanism test above is the one that catches the bug everywhere."""
     r = run(RATIO, plugin)
     assert r["after"] <= 1.3 * r["base"], r
