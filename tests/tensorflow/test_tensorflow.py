@@ -457,3 +457,22 @@ def test_demo_trains_on_every_device(installed):
                          timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "fallbacks of compute ops: none" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("tf_type", TYPES)
+def test_int32_shape_math_and_host_copies_match_cpu(installed, tf_type):
+    """int32 shape arithmetic runs on the device (TF's CPU kernels in host memory, so a Keras
+    step stays one partition) and copies to and from the device (done on the calling thread,
+    not through TF's EventMgr) give what TF CPU gives."""
+    want = run_json("host_paths.py", "/CPU:0", env=dict(env_for(""),
+                                                         UNIDEV_DISABLE_PLUGIN_AUTOLOAD="1"))
+    got = run_json("host_paths.py", f"/device:{tf_type}:0", env=env_for(tf_type))
+    for section in ("eager", "function", "copies"):
+        for name, w in want[section].items():
+            g = got[section][name]
+            assert {k: v for k, v in g.items() if k != "device"} == \
+                {k: v for k, v in w.items() if k != "device"}, (section, name, w, g)
+            if "device" in g and section == "function":  # eager pins small int ops to CPU
+                assert g["device"].endswith(f"{tf_type}:0"), (section, name, g)
+    assert want["eager"]["bad_gather"]["error"] == "InvalidArgumentError"
+    assert all(c["device"].endswith(f"{tf_type}:0") for c in got["copies"].values())

@@ -30,9 +30,15 @@ struct UdtfBridge {
   void (*destroy)(void* kernel);
   // The TF_Code of a plugin error code: the adapter's one table (device.cc).
   int (*tf_code)(int32_t ud_error_code);
+  // Device `device`'s one in-order stream (every SP_Stream of it is a view of this one).
+  UD_Stream (*stream)(int32_t device);
 };
 
 // Exported by the variable-op library: registers its kernels for bridge->device_type.
 // Returns the number registered; writes a message into `error` on failure.
 typedef int (*UdtfRegisterVarOpsFn)(const UdtfBridge* bridge, char* error, size_t error_size);
 #define UDTF_VAROPS_ENTRY "udtf_register_variable_ops"
+// Also exported: called with every new kernel's OpKernelConstruction (C kernels included), so a
+// device's copies are direct (varops.cc) before its first tensor is read back.
+typedef void (*UdtfAdoptDeviceFn)(void* construction);
+#define UDTF_VAROPS_ADOPT "udtf_adopt_device"

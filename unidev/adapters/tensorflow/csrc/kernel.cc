@@ -25,6 +25,7 @@ std::vector<Handler>& handlers() {
   return h;
 }
 const Handler* g_handler[sizeof(kTfOps) / sizeof(kTfOps[0])];
+UdtfAdoptDeviceFn g_adopt = nullptr;  // the variable-op library's, once loaded
 
 std::vector<int64_t> list_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* st) {
   if (!TF_OpKernelConstruction_HasAttr(ctx, name, st)) return {};
@@ -52,6 +53,7 @@ std::string string_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Statu
 template <int I>
 void* create(TF_OpKernelConstruction* ctx) {
   auto* k = new Kern{&kTfOps[I], g_handler[I]->fn, g_handler[I]->flags};
+  if (g_adopt) g_adopt(ctx);
   TF_Status* st = TF_NewStatus();
   k->ta = bool_attr(ctx, "transpose_a", st) || bool_attr(ctx, "adj_x", st);
   k->tb = bool_attr(ctx, "transpose_b", st) || bool_attr(ctx, "adj_y", st);
@@ -93,6 +95,10 @@ void* create_by_name(void* construction, const char* tf_op) {
 }
 void compute_any(void* k, void* ctx) { compute(k, static_cast<TF_OpKernelContext*>(ctx)); }
 int code_of(int32_t ud_code) { return tf_code(static_cast<UD_ErrorCode>(ud_code)); }
+UD_Stream stream_of(int32_t device) {
+  static thread_local TF_Status* st = TF_NewStatus();
+  return device_stream(device, st);
+}
 
 // One kernel of kTfOps[i] for dtype id `di`, its type attributes constrained to `types`
 // (dtype ids), registered only when the op's real definition agrees.
@@ -179,7 +185,7 @@ int register_kernels() {
 // was built with: load it only into that version, else leave variable updates to TF (say so).
 void register_variable_ops(const UD_Api* api) {
   static UdtfBridge bridge{sizeof(UdtfBridge), UDTF_TYPE, api, {}, {}, {},
-                           create_by_name, compute_any, destroy, code_of};
+                           create_by_name, compute_any, destroy, code_of, stream_of};
   for (int d = 0; d < UD_DT_COUNT; d++) {
     bridge.add[d] = kernel_fn(UD_OP_ADD, d), bridge.sub[d] = kernel_fn(UD_OP_SUB, d);
     bridge.mul[d] = kernel_fn(UD_OP_MUL, d);
@@ -196,7 +202,10 @@ void register_variable_ops(const UD_Api* api) {
   } else if (void* dl = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     auto reg = reinterpret_cast<UdtfRegisterVarOpsFn>(dlsym(dl, UDTF_VAROPS_ENTRY));
     char err[256] = {};
-    if (reg && reg(&bridge, err, sizeof err) > 0) return;
+    if (reg && reg(&bridge, err, sizeof err) > 0) {
+      g_adopt = reinterpret_cast<UdtfAdoptDeviceFn>(dlsym(dl, UDTF_VAROPS_ADOPT));
+      return;
+    }
     why = reg ? err : "no " UDTF_VAROPS_ENTRY;
   } else {
     const char* e = dlerror();

@@ -4,14 +4,22 @@
 // Built against TF's C++ headers (so tied to one TF version) and loaded by the PluggableDevice,
 // which passes the plugin's table and kernels. Like TF's own updates, an update writes the
 // variable's buffer in place unless another tensor shares it (then a fresh buffer is swapped in).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "bridge.h"
 #include "tensorflow/c/kernels.h"
+#include "tensorflow/core/common_runtime/device.h"
+#include "tensorflow/core/common_runtime/dma_helper.h"
+#include "tensorflow/core/common_runtime/pluggable_device/pluggable_device_context.h"
+#include "tensorflow/core/framework/kernel_def.pb.h"
+#include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/resource_mgr.h"
 #include "tensorflow/core/framework/resource_var.h"
@@ -49,22 +57,93 @@ struct View {
   }
 };
 
-// A plugin error as the kernel's status; true if there was none.
-bool succeeded(OpKernelContext* ctx, const UdtfBridge* b, const std::string& name, UD_Error* e) {
-  if (!e) return true;
+const UdtfBridge* g_bridge = nullptr;
+
+// A plugin error as a status (OK for none), freed.
+absl::Status status_of(const UdtfBridge* b, const std::string& name, UD_Error* e) {
+  if (!e) return absl::OkStatus();
   const UD_Api* api = b->api;
   std::string msg = name + " on " + b->device_type + ": " + api->error_message(e);
   auto code = static_cast<absl::StatusCode>(b->tf_code(api->error_code(e)));
   api->error_destroy(e);
-  ctx->SetStatus(absl::Status(code, msg));
-  return false;
+  return absl::Status(code, msg);
+}
+
+// A plugin error as the kernel's status; true if there was none.
+bool succeeded(OpKernelContext* ctx, const UdtfBridge* b, const std::string& name, UD_Error* e) {
+  absl::Status s = status_of(b, name, e);
+  if (!s.ok()) ctx->SetStatus(s);
+  return s.ok();
+}
+
+// Host <-> device copies on the calling thread. TF's PluggableDeviceContext completes each copy
+// through its EventMgr: an event that a polling thread finds done, a callback another thread
+// runs, a waiter woken by that one (~100 us a copy on 2 cores: a Keras step's loss). The device
+// has one in-order stream, so a copy enqueued on it follows the work that produced its source;
+// waiting for the stream is all that is left (TF frees or reads the host tensor after `done`).
+class DirectCopies : public PluggableDeviceContext {
+ public:
+  DirectCopies(const PluggableDeviceContext& base, int32_t device)
+      : PluggableDeviceContext(base.stream_id(), base.stream(), base.host_to_device_stream(),
+                               base.device_to_host_stream(), {base.device_to_device_stream(0)}),
+        device_(device) {}
+
+  void CopyCPUTensorToDevice(const Tensor* cpu, Device* device, Tensor* out, StatusCallback done,
+                             bool sync_dst_compute) const override {
+    if (!direct(*cpu, *out))
+      return PluggableDeviceContext::CopyCPUTensorToDevice(cpu, device, out, std::move(done),
+                                                           sync_dst_compute);
+    done(copy(DMAHelper::base(out), DMAHelper::base(cpu), cpu->TotalBytes(), true));
+  }
+  void CopyDeviceTensorToCPU(const Tensor* t, absl::string_view name, Device* device, Tensor* cpu,
+                             StatusCallback done) override {
+    if (!direct(*t, *cpu))
+      return PluggableDeviceContext::CopyDeviceTensorToCPU(t, name, device, cpu, std::move(done));
+    done(copy(DMAHelper::base(cpu), DMAHelper::base(t), t->TotalBytes(), false));
+  }
+
+ private:
+  // TF's own path refuses these with its messages (strings, variants, mismatched sizes).
+  static bool direct(const Tensor& a, const Tensor& b) {
+    return a.dtype() == b.dtype() && a.TotalBytes() == b.TotalBytes() && DMAHelper::CanUseDMA(&a);
+  }
+  absl::Status copy(void* dst, const void* src, size_t n, bool h2d) const {
+    if (n == 0) return absl::OkStatus();
+    const UD_Api* api = g_bridge->api;
+    UD_Stream s = g_bridge->stream(device_);
+    if (!s) return errors::Internal("no stream for device ", device_);
+    UD_Error* e = h2d ? api->memcpy_h2d(s, reinterpret_cast<UD_Handle>(dst), src, n)
+                      : api->memcpy_d2h(s, dst, reinterpret_cast<UD_Handle>(src), n);
+    return status_of(g_bridge, h2d ? "memcpy_h2d" : "memcpy_d2h",
+                     e ? e : api->stream_synchronize(s));
+  }
+  int32_t device_;
+};
+
+// Gives `device` (a PluggableDevice of this adapter's type) DirectCopies, once: the device's
+// context is read through its accelerator info at each copy and each kernel, so a copy of that
+// info naming the new context replaces it everywhere (the old one stays valid, never freed).
+void adopt(DeviceBase* device, const std::string& type) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto* info = device ? device->tensorflow_accelerator_device_info() : nullptr;
+  if (!g_bridge || !info || type != g_bridge->device_type ||
+      dynamic_cast<DirectCopies*>(info->default_context))
+    return;
+  auto* base = dynamic_cast<PluggableDeviceContext*>(info->default_context);
+  if (!base) return;
+  auto* mine = new DeviceBase::AcceleratorDeviceInfo(*info);
+  mine->default_context = new DirectCopies(*base, info->gpu_id);
+  device->set_tensorflow_accelerator_device_info(mine);
 }
 
 class VariableUpdate : public OpKernel {
  public:
   // sign: +1 AssignAdd, -1 AssignSub and ApplyGradientDescent (whose value input is 2, alpha 1)
   VariableUpdate(OpKernelConstruction* c, const UdtfBridge* b, int sign, bool apply)
-      : OpKernel(c), bridge_(b), sign_(sign), apply_(apply) {}
+      : OpKernel(c), bridge_(b), sign_(sign), apply_(apply) {
+    adopt(c->device(), c->device_type().type_string());
+  }
 
   void Compute(OpKernelContext* ctx) override {
     core::RefCountPtr<Var> var;
@@ -166,6 +245,35 @@ class SameShape : public OpKernel {
   std::atomic<SP_Stream> stream_{nullptr};
 };
 
+// int32 shape arithmetic (TF's rule: int32 lives in host memory) as TF's own CPU kernel, with
+// every argument in host memory, as TF's GPU registers it. Without one, the op runs on the CPU
+// device, and a Keras step (StridedSlice and Prod of a batch size) becomes a function of two
+// partitions, whose Send/Recv pairs and second executor cost every step thread hand-offs.
+class OnHost : public OpKernel {
+ public:
+  explicit OnHost(OpKernelConstruction* c) : OpKernel(c) {
+    adopt(c->device(), c->device_type().type_string());
+    absl::Status s;
+    cpu_ = CreateOpKernel(DeviceType(DEVICE_CPU), c->device(),
+                          c->device()->GetAllocator(AllocatorAttributes()), def(),
+                          c->graph_def_version(), &s);
+    OP_REQUIRES_OK(c, s);
+    OP_REQUIRES(c, cpu_ && !cpu_->AsAsync(),
+                errors::Unimplemented(name(), ": TF's CPU kernel is asynchronous"));
+  }
+  void Compute(OpKernelContext* ctx) override { cpu_->Compute(ctx); }
+  bool IsExpensive() override { return false; }
+
+ private:
+  std::unique_ptr<OpKernel> cpu_;
+};
+
+// The ops of int32 shape arithmetic that TF gives no DEVICE_DEFAULT int32 kernel (Shape, Range,
+// ConcatV2, AddV2, ... have one), seen in Keras steps and TF's gradients.
+constexpr const char* kHostInt32[] = {"StridedSlice", "StridedSliceGrad", "Pack", "Prod", "Sum",
+                                      "Cumsum", "Transpose", "Tile", "BroadcastTo", "GatherV2",
+                                      "Select", "SelectV2", "TruncateDiv"};
+
 struct Factory : kernel_factory::OpKernelFactory {
   explicit Factory(std::function<OpKernel*(OpKernelConstruction*)> f) : make(std::move(f)) {}
   OpKernel* Create(OpKernelConstruction* c) override { return make(c); }
@@ -175,6 +283,65 @@ struct Factory : kernel_factory::OpKernelFactory {
 }  // namespace
 }  // namespace tensorflow
 
+namespace tensorflow {
+namespace {
+
+// One kernel per CPU kernel of each kHostInt32 op whose data type (the op's first type attribute)
+// may be int32: the same constraints, the data type int32, every argument in host memory.
+int register_host_int32(const char* device_type) {
+  int n = 0;
+  for (const char* op : kHostInt32) {
+    const OpDef* def = nullptr;
+    if (!OpRegistry::Global()->LookUpOpDef(op, &def).ok()) continue;
+    std::string data;
+    for (const auto& a : def->attr())
+      if (a.type() == "type" && data.empty()) data = a.name();
+    const KernelList kernels = GetRegisteredKernelsForOp(op);
+    for (const KernelDef& k : kernels.kernel()) {
+      if (k.device_type() != DEVICE_CPU || !k.label().empty()) continue;
+      KernelDefBuilder b(op);
+      b.Device(device_type);
+      bool int32 = false;
+      for (const auto& c : k.constraint()) {
+        std::vector<DataType> allowed;
+        for (int t : c.allowed_values().list().type()) allowed.push_back(DataType(t));
+        if (c.name() == data) {
+          int32 = std::find(allowed.begin(), allowed.end(), DT_INT32) != allowed.end();
+          allowed = {DT_INT32};
+        }
+        b.TypeConstraint(c.name().c_str(), allowed);
+      }
+      // every type attribute constrained (opdef.cc's rule): those TF's CPU kernel leaves open
+      // to the values the op allows; one allowing any type leaves the op on the CPU device
+      for (const auto& a : def->attr()) {
+        bool open = a.type() == "type" && std::none_of(
+            k.constraint().begin(), k.constraint().end(),
+            [&](const KernelDef::AttrConstraint& c) { return c.name() == a.name(); });
+        std::vector<DataType> allowed;
+        for (int t : a.allowed_values().list().type()) allowed.push_back(DataType(t));
+        if (open && allowed.empty()) int32 = false;
+        if (open) b.TypeConstraint(a.name().c_str(), allowed);
+      }
+      if (!int32) continue;
+      for (const auto& a : def->input_arg()) b.HostMemory(a.name().c_str());
+      for (const auto& a : def->output_arg()) b.HostMemory(a.name().c_str());
+      kernel_factory::OpKernelRegistrar reg(
+          b.Build(), "UnidevOnHost",
+          std::make_unique<Factory>([](OpKernelConstruction* c) { return new OnHost(c); }));
+      n++;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+}  // namespace tensorflow
+
+extern "C" __attribute__((visibility("default"))) void udtf_adopt_device(void* construction) {
+  auto* c = static_cast<tensorflow::OpKernelConstruction*>(construction);
+  tensorflow::adopt(c->device(), c->device_type().type_string());
+}
+
 extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops(
     const UdtfBridge* bridge, char* error, size_t error_size) {
   using namespace tensorflow;
@@ -182,6 +349,7 @@ extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops
     std::snprintf(error, error_size, "bridge struct too small");
     return 0;
   }
+  g_bridge = bridge;
   struct Op {
     const char* name;
     const char* type_attr;
@@ -228,5 +396,5 @@ extern "C" __attribute__((visibility("default"))) int udtf_register_variable_ops
                                             std::make_unique<Factory>(make));
       n++;
     }
-  return n;
+  return n + register_host_int32(bridge->device_type);
 }
