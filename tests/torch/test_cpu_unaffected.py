@@ -50,10 +50,14 @@ COMMON = """
         if device != "cpu":
             getattr(torch, device).synchronize()
 
+    mlp = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+
     def device_work():
-        # backward runs on torch's autograd thread for the device; a second Python thread
-        # calls convs too (as TF's executor threads do)
+        # backward runs on torch's autograd thread for the device (its convs and its GEMMs: an
+        # MLP's mm backward); a second Python thread calls convs too (as TF's executor threads do)
         train(dev, 2)
+        m = mlp.to(dev)
+        F.cross_entropy(m(torch.randn(64, 256, device=dev)), y.repeat(8).to(dev)).backward()
         w = torch.randn(8, 3, 3, 3, device=dev)
         th = threading.Thread(target=lambda: F.conv2d(x.to(dev), w, padding=1).cpu())
         th.start(); th.join()

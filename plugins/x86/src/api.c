@@ -16,6 +16,7 @@
 #define UD_PLUGIN_VECTOR_BYTES 32
 #endif
 
+/* OpenMP kernels (src/dense) enter through ud_x86_omp_run themselves (dense_common.h) */
 UD_Error* ud_x86_kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel);
 UD_Error* ud_x86_mem_alloc(int32_t device, UD_Stream stream, uint64_t size, UD_Handle* handle);
 UD_Error* ud_x86_mem_free(int32_t device, UD_Stream stream, UD_Handle handle);
@@ -25,7 +26,6 @@ UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint
 UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                         uint64_t count);
 UD_Error* ud_x86_mem_device(UD_Handle handle, int32_t* device);
-UD_Error* ud_x86_omp_run(UD_KernelFn fn, const UD_KernelArgs* args); /* threads.c */
 
 UD_Error* ud_x86_check_device(const char* fn, int32_t device) {
   UD_KIT_REQUIRE(device == 0, UD_ERR_INVALID_ARGUMENT,
@@ -148,33 +148,6 @@ static UD_Error* event_elapsed(UD_Event start, UD_Event end, double* ms) {
   return NULL;
 }
 
-/* ---- kernels ----
- * The conv kernels (src/dense) parallelize with OpenMP, so they go through ud_x86_omp_run
- * (threads.c says why). A kernel has no closure: each conv table slot gets a trampoline
- * (a longer table fails the lookup, which the conformance tests see). */
-#define UD_OMP_SLOT(i)                                            \
-  static UD_Error* omp_slot##i(const UD_KernelArgs* a) {         \
-    return ud_x86_omp_run(ud_x86_conv_kernels[i].fn, a);         \
-  }
-UD_OMP_SLOT(0) UD_OMP_SLOT(1) UD_OMP_SLOT(2) UD_OMP_SLOT(3) UD_OMP_SLOT(4) UD_OMP_SLOT(5)
-UD_OMP_SLOT(6) UD_OMP_SLOT(7) UD_OMP_SLOT(8) UD_OMP_SLOT(9) UD_OMP_SLOT(10) UD_OMP_SLOT(11)
-static const UD_KernelFn g_omp_slots[] = {omp_slot0, omp_slot1, omp_slot2,  omp_slot3,
-                                          omp_slot4, omp_slot5, omp_slot6,  omp_slot7,
-                                          omp_slot8, omp_slot9, omp_slot10, omp_slot11};
-#define UD_OMP_SLOTS (sizeof g_omp_slots / sizeof g_omp_slots[0])
-
-static UD_Error* kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {
-  UD_KIT_TRY(ud_x86_kernel_lookup(op, dtype, kernel));
-  for (size_t i = 0; *kernel && ud_x86_conv_kernels[i].fn; i++)
-    if (ud_x86_conv_kernels[i].fn == *kernel) {
-      *kernel = i < UD_OMP_SLOTS ? g_omp_slots[i] : NULL;
-      UD_KIT_REQUIRE(*kernel, UD_ERR_INTERNAL, "kernel_lookup: %s: more conv kernels than "
-                     "api.c's %d OpenMP trampolines", op, (int)UD_OMP_SLOTS);
-      break;
-    }
-  return NULL;
-}
-
 /* in UD_Api's order: header, errors, devices, memory, streams, events, kernels */
 static const UD_Api g_api = {
     sizeof(UD_Api), UD_ABI_MAJOR, UD_ABI_MINOR, UD_PLUGIN_NAME, UD_X86_VERSION,
@@ -184,7 +157,7 @@ static const UD_Api g_api = {
     ud_x86_memset,
     stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
     event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
-    kernel_lookup,
+    ud_x86_kernel_lookup,
     ud_x86_mem_device, /* 1.1 */
 };
 

@@ -114,6 +114,11 @@ extern const UD_X86Kernel ud_x86_matmul_kernels[]; /* src/dense */
 extern const UD_X86Kernel ud_x86_conv_kernels[];
 extern const UD_X86Kernel ud_x86_optim_kernels[]; /* src/optim.c */
 
+/* Runs a kernel that opens OpenMP regions (src/dense: oneDNN, the conv loops, gemm): inline on
+ * the process's main thread, else on the plugin's one OpenMP thread, serialized (threads.c says
+ * why: a team per framework thread throttles every team, the framework's included). */
+UD_Error* ud_x86_omp_run(UD_KernelFn fn, const UD_KernelArgs* args);
+
 #ifdef __cplusplus
 }
 #endif

@@ -242,10 +242,11 @@ UD_Error* conv_entry(const UD_KernelArgs* a) {
 
 using ud_dense::ConvDir;
 using ud_dense::conv_entry;
+using ud_dense::omp_kernel;
 
 extern "C" const UD_X86Kernel ud_x86_conv_kernels[] = {
-    {UD_OP_CONV2D, UD_X86_FLOAT, conv_entry<ConvDir::forward>},
-    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, conv_entry<ConvDir::backward_input>},
-    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, conv_entry<ConvDir::backward_weight>},
+    {UD_OP_CONV2D, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::forward>>},
+    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::backward_input>>},
+    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::backward_weight>>},
     {0, 0, nullptr},
 };

@@ -24,6 +24,12 @@ constexpr bool kOneDNN = false;
 
 namespace ud_dense {
 
+// The tables' entry for a kernel that opens OpenMP regions (x86.h's ud_x86_omp_run says why).
+template <UD_KernelFn F>
+UD_Error* omp_kernel(const UD_KernelArgs* a) {
+  return ud_x86_omp_run(F, a);
+}
+
 template <class T>
 T* data_ptr(const UD_Tensor& t) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(t.handle) + t.byte_offset);

@@ -151,7 +151,7 @@ UD_Error* k_gemm(const UD_KernelArgs* args) { return matmul_kernel(args, true); 
 }  // namespace ud_dense
 
 extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
-    {UD_OP_MATMUL, UD_X86_FLOAT, ud_dense::k_matmul},
-    {UD_OP_GEMM, UD_X86_FLOAT, ud_dense::k_gemm},
+    {UD_OP_MATMUL, UD_X86_FLOAT, ud_dense::omp_kernel<ud_dense::k_matmul>},
+    {UD_OP_GEMM, UD_X86_FLOAT, ud_dense::omp_kernel<ud_dense::k_gemm>},
     {0, 0, nullptr},
 };
