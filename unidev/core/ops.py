@@ -27,6 +27,8 @@ from .errors import InvalidArgumentError, UnknownHandleError, UnsupportedError
 __all__ = ["call", "call_kernel", "kernel_for", "normalize_attrs"] + sorted(opset.OPS)
 
 _kernels: dict[tuple[int, str, str], Any] = {}
+# set by unidev.graph.trace(): call() records the op into a graph instead of running it
+_trace_hook: Any = None
 _MUTATES = {op.name for op in opset.OPS.values() if any(i.mutated for i in op.inputs)}
 
 
@@ -203,6 +205,8 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     `stream` (from ``Library.stream_create``; 0: the default stream) orders the call: outputs are
     allocated on it and every operand's earlier use, on any stream, comes first.
     """
+    if _trace_hook is not None:
+        return _trace_hook(op, inputs, attrs, out=out, shape=shape, dtype=dtype)
     schema = opset.get(op)
     if type(stream) is not int or not 0 <= stream < 2**64:
         stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)
