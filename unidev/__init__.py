@@ -6,7 +6,7 @@ from .contract.spec import Conformance, PluginSpec
 from .core import ops
 from .core.array import DeviceArray
 from .core.device import Device, device
-from .core.discovery import PluginRecord, discover
+from .core.discovery import PluginRecord, debug_counters, discover
 from .core.errors import (
     AbiMismatchError,
     DeviceError,
@@ -25,5 +25,5 @@ __all__ = [
     "AbiMismatchError", "Conformance", "Device", "DeviceArray", "DeviceError",
     "DeviceOutOfMemoryError", "InvalidArgumentError", "OutOfBoundsError", "PluginLoadError",
     "PluginRecord", "PluginSpec", "UnidevError", "UnknownHandleError", "UnsupportedError",
-    "device", "discover", "ops",
+    "debug_counters", "device", "discover", "ops",
 ]

@@ -45,3 +45,19 @@ def unidev_plugin() -> PluginSpec:
     Use in plugins: implement it in the module named by the entry point. If it raises, the plugin
     is recorded as broken with that error and the others keep working.
     """
+
+
+@hookspec(firstresult=True)
+def unidev_debug_counters() -> dict[str, int]:
+    """Optional: the plugin's debug counters, name → count since the library was loaded.
+
+    For tests that count work rather than time it, e.g. ``{"layout_copies": 3}``: how many
+    tensors a layout-sensitive kernel had to copy because their strides were neither dense NCHW
+    nor dense channels-last (issue 24; a channels-last training step should add none). Counters
+    only grow; a test reads them before and after what it checks. Names are the plugin's; a
+    counter it does not keep is simply absent.
+
+    Use in plugins: keep atomic counters in the native library and expose them through a plain
+    exported C function that this hook calls with ctypes (plugins/x86: ``ud_x86_debug_counter``).
+    Callers use ``unidev.debug_counters(name)``, which returns ``{}`` for a plugin without the hook.
+    """

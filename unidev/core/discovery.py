@@ -26,7 +26,8 @@ from ..contract import hookspecs
 from ..contract.spec import PluginSpec
 from .errors import PluginLoadError
 
-__all__ = ["PluginRecord", "discover", "get", "load", "register", "reset", "ENTRY_POINT_GROUP"]
+__all__ = ["PluginRecord", "debug_counters", "discover", "get", "load", "register", "reset",
+           "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "unidev"
 OK, BROKEN, NOT_APPLICABLE, NO_DEVICES = "ok", "broken", "not applicable", "no devices"
@@ -509,6 +510,7 @@ def discover(refresh: bool = False) -> list[PluginRecord]:
             try:
                 module = loader()
                 rec.spec = _describe(module)
+                rec.extra["module"] = module
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # SystemExit from a plugin must not end the process
@@ -548,6 +550,22 @@ def load(name: str):
     if rec.library is None or rec.status not in (OK, NO_DEVICES):
         raise PluginLoadError(f"plugin {name!r} is {rec.status}: {rec.error}")
     return rec.library
+
+
+def debug_counters(name: str) -> dict[str, int]:
+    """Plugin `name`'s debug counters (hook ``unidev_debug_counters``; {} if it has none).
+
+    Loads the plugin first, so the counters are those of the library this process uses.
+    """
+    rec = get(name)
+    load(name)
+    module = rec.extra.get("module")
+    if module is None:
+        return {}
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    pm.register(module)
+    return {str(k): int(v) for k, v in (pm.hook.unidev_debug_counters() or {}).items()}
 
 
 def _debug() -> None:  # pragma: no cover - manual aid
