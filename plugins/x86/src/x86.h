@@ -96,6 +96,26 @@ void ud_x86_map(ud_x86_tile_fn fn, int nv, const UD_Tensor* const* views, const 
 /* every element of dst = value converted to dst's dtype */
 void ud_x86_fill_view(const UD_Tensor* dst, double value);
 
+/* ---- layouts (src/layout.c) ----
+ * 4-d tensors: dense NCHW, dense channels-last (strides H*W*C, 1, W*C, C) or anything else. */
+enum { UD_X86_NCHW, UD_X86_NHWC, UD_X86_OTHER };
+int ud_x86_layout4(const UD_Tensor* t);
+/* Debug counters, read by unidev_x86.debug_counters() through ud_x86_debug_counter(name). */
+enum { UD_X86_LAYOUT_COPIES, UD_X86_NUM_COUNTERS };
+void ud_x86_count(int counter);
+/* t itself when it already is dense in `layout` (or empty), else a dense copy in it (of t's
+ * contents when copy_in), counted in layout_copies; unstage copies it back when copy_out and
+ * frees it. stage returns 0 when out of host memory. */
+typedef struct {
+  UD_Tensor t;
+  const UD_Tensor* orig;
+  int64_t strides[4];
+  void* buf;
+  int copied;
+} UD_X86Staged;
+int ud_x86_stage(const UD_Tensor* t, int layout, int copy_in, UD_X86Staged* s);
+void ud_x86_unstage(UD_X86Staged* s, int copy_out);
+
 /* ---- kernel tables ----
  * Each source file exports its ops as a table ended by a NULL fn; the registry searches them. */
 typedef struct UD_X86Kernel {

@@ -1,11 +1,12 @@
 """The unidev plugin for x86-64 CPUs: host memory, ISPC kernels, OpenBLAS and oneDNN."""
 
+import ctypes
 import os
 from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "unidev_plugin"]
+__all__ = ["library_path", "unidev_debug_counters", "unidev_plugin"]
 
 _LIBRARY = "libunidev_x86.so"
 
@@ -43,3 +44,19 @@ def unidev_plugin() -> PluginSpec:
         conformance=Conformance(tier=2),
         applicable=_applicable(),
     )
+
+
+@hookimpl
+def unidev_debug_counters() -> dict[str, int]:
+    """The native library's counters (src/layout.c in plugins/x86): layout_copies, ..."""
+    lib = ctypes.CDLL(library_path())  # the process's already loaded copy, when there is one
+    try:
+        name_of, value = lib.ud_x86_debug_counter_name, lib.ud_x86_debug_counter
+    except AttributeError:  # a library built before the counters
+        return {}
+    name_of.restype, name_of.argtypes = ctypes.c_char_p, [ctypes.c_int]
+    value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_char_p]
+    names: list[bytes] = []
+    while (n := name_of(len(names))) is not None:
+        names.append(n)
+    return {n.decode(): int(value(n)) for n in names}

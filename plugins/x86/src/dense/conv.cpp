@@ -124,6 +124,8 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
+  // channels-last: oneDNN's nhwc kernels take it as it is (the others take NCHW)
+  if (kOneDNN && is_f32 && ud_x86_layout4(c.in0) == UD_X86_NHWC) return Algo::onednn;
   if (kOneDNN && is_f32 && p.cg() == 1) {  // depthwise: see the header
     const bool small = p.h * p.w <= 1024, strided = p.sh > 1 || p.sw > 1;
     const bool dnn = c.dir == ConvDir::forward           ? small
@@ -168,35 +170,62 @@ const T* dense_in(const UD_Tensor& t, std::unique_ptr<T[]>& buf) {
   return buf.get();
 }
 
-template <class T>
-void run(const ConvCall& c) {
-  const UD_Tensor& out = *c.out;
-  const int64_t n_out = ud_kit_numel(&out);
-  if (n_out == 0) return;
-  std::unique_ptr<T[]> b0, b1, bb, bo;
-  const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
-  const bool out_dense = ud_kit_is_contiguous(&out);
-  T* o = out_dense ? data_ptr<T>(out) : (bo.reset(new T[n_out]), bo.get());
-  if (ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0) {  // an empty sum: bias or zero
-    const int64_t plane = n_out / (out.shape[0] * out.shape[1]);
-    for (int64_t i = 0; i < n_out; i++) o[i] = bias ? bias[i / plane % out.shape[1]] : T(0);
-  } else {
-    const T* i0 = dense_in<T>(*c.in0, b0);
-    const T* i1 = dense_in<T>(*c.in1, b1);
-    if (c.algo == Algo::onednn) {
-#ifdef UD_DENSE_ONEDNN
-      if constexpr (std::is_same_v<T, float>) onednn_conv(c.dir, c.p, i0, i1, bias, o);
-#endif
-    } else {
-      const ConvAlgo<T> a = c.algo == Algo::direct   ? conv_direct<T>()
-                            : c.algo == Algo::im2col ? conv_im2col<T>()
-                                                     : conv_winograd<T>();
-      if (c.dir == ConvDir::forward) a.forward(c.p, i0, i1, bias, o);
-      if (c.dir == ConvDir::backward_input) a.backward_input(c.p, i0, i1, o);
-      if (c.dir == ConvDir::backward_weight) a.backward_weight(c.p, i0, i1, o);
+// The call's 4-d tensors as the algorithm takes them: activations (x, y and their gradients)
+// dense in the call's layout, channels-last for oneDNN when the leading activation is, else NCHW;
+// the weight (or grad_w) dense KCRS, except that oneDNN takes any positive strides. What is not
+// so already is copied (counted in layout_copies) and an output copied back.
+struct Staged {
+  UD_X86Staged s[3];  // in0, in1, out
+  bool ok = true;
+  Staged(const ConvCall& c, bool nhwc) {
+    const UD_Tensor* t[3] = {c.in0, c.in1, c.out};
+    const int weight = c.dir == ConvDir::backward_weight ? 2 : 1;
+    for (int i = 0; i < 3; i++) {
+      bool strided_ok = i == weight && c.algo == Algo::onednn;
+      for (int d = 0; d < 4; d++) strided_ok &= t[i]->strides[d] > 0 || t[i]->shape[d] == 1;
+      const int layout = i != weight && nhwc ? UD_X86_NHWC : UD_X86_NCHW;
+      ok = ok && ud_x86_stage(t[i], strided_ok ? ud_x86_layout4(t[i]) : layout, i < 2, &s[i]);
     }
   }
-  if (!out_dense) pack(out, bo.get(), true);
+  ~Staged() {
+    for (int i = 0; i < 3; i++) ud_x86_unstage(&s[i], i == 2);
+  }
+};
+
+template <class T>
+void run(const ConvCall& c) {
+  const int64_t n_out = ud_kit_numel(c.out);
+  if (n_out == 0) return;
+  std::unique_ptr<T[]> bb;
+  const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
+  const bool empty = ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0;
+  const bool nhwc = c.algo == Algo::onednn && !empty && ud_x86_layout4(c.in0) == UD_X86_NHWC;
+  Staged st(c, nhwc);
+  if (!st.ok) throw std::bad_alloc();
+  const UD_Tensor& out = st.s[2].t;
+  T* o = data_ptr<T>(out);
+  if (empty) {  // an empty sum: bias or zero
+    const int64_t plane = n_out / (out.shape[0] * out.shape[1]);
+    for (int64_t i = 0; i < n_out; i++) o[i] = bias ? bias[i / plane % out.shape[1]] : T(0);
+    return;
+  }
+  const T* i0 = data_ptr<T>(st.s[0].t);
+  const T* i1 = data_ptr<T>(st.s[1].t);
+  if (c.algo == Algo::onednn) {
+#ifdef UD_DENSE_ONEDNN
+    const UD_Tensor& w = c.dir == ConvDir::backward_weight ? out : st.s[1].t;
+    int64_t wst[4];  // a dim of extent 1 may have any stride: one that cannot confuse oneDNN
+    for (int d = 0; d < 4; d++) wst[d] = w.shape[d] == 1 ? 1 : w.strides[d];
+    if constexpr (std::is_same_v<T, float>) onednn_conv(c.dir, c.p, nhwc, wst, i0, i1, bias, o);
+#endif
+    return;
+  }
+  const ConvAlgo<T> a = c.algo == Algo::direct   ? conv_direct<T>()
+                        : c.algo == Algo::im2col ? conv_im2col<T>()
+                                                 : conv_winograd<T>();
+  if (c.dir == ConvDir::forward) a.forward(c.p, i0, i1, bias, o);
+  if (c.dir == ConvDir::backward_input) a.backward_input(c.p, i0, i1, o);
+  if (c.dir == ConvDir::backward_weight) a.backward_weight(c.p, i0, i1, o);
 }
 
 UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {

@@ -1,11 +1,15 @@
-// conv_onednn.cpp — conv2d forward and both backwards through oneDNN (x86 only). oneDNN picks
-// every layout (format_tag::any, usually blocked nChw16c / OIhw16i16o); our dense NCHW / KCRS
-// buffers are reordered in and out. Forcing plain layouts costs up to a third of the speed and a
-// forced weight layout can select a reference kernel. Primitives, reorders and the blocked
-// buffers are built once per problem and cached (at most 256 plans and 1 GiB of blocked buffers;
-// thread-safe: a plan serves one call at a time). The reorders themselves run on every call:
-// an optimizer updates weights in place, and nothing in a call tells an updated weight from an
-// unchanged one short of reading it, which costs as much as the weight reorder itself.
+// conv_onednn.cpp — conv2d forward and both backwards through oneDNN (x86 only). For NCHW
+// activations oneDNN picks the layout (format_tag::any, usually blocked nChw16c / OIhw16i16o)
+// and our dense NCHW buffers are reordered in and out: forcing plain NCHW costs up to a third of
+// the speed and can select a reference kernel. Channels-last activations are given to the
+// primitive as they are (format_tag::nhwc: oneDNN's nhwc kernels, no reorder of x, y or their
+// gradients). Weights (and grad_w) keep the caller's strides (KCRS, or a channels-last or TF
+// HWIO permutation) and are reordered to the primitive's blocked layout, as always.
+// Primitives, reorders and the blocked buffers are built once per problem and cached (at most
+// 256 plans and 1 GiB of blocked buffers; thread-safe: a plan serves one call at a time). The
+// reorders themselves run on every call: an optimizer updates weights in place, and nothing in
+// a call tells an updated weight from an unchanged one short of reading it, which costs as much
+// as the weight reorder itself.
 #include "conv_onednn.h"
 
 #include <array>
@@ -31,7 +35,7 @@ const dnnl::primitive_attr& user_scratch() {
   return *attr;
 }
 
-// One tensor as the caller holds it (plain, NCHW / KCRS) and as the primitive wants it.
+// One tensor as the caller holds it (NCHW / NHWC / strided weights) and as the primitive wants it.
 struct Port {
   int arg;                  // DNNL_ARG_* of the primitive
   memory::desc user;        // plain
@@ -69,7 +73,7 @@ struct Plan {
   }
 };
 
-using Key = std::tuple<int, bool, std::array<int64_t, 16>>;
+using Key = std::tuple<int, bool, bool, std::array<int64_t, 20>>;
 
 // Never destroyed: no oneDNN object may outlive the library at process exit.
 const dnnl::engine& cpu_engine() {
@@ -82,15 +86,21 @@ std::unique_ptr<Plan> finish(std::unique_ptr<Plan> plan) {
   return plan;
 }
 
-std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
+std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias, bool nhwc,
+                                const int64_t* wst) {
   const dnnl::engine& eng = cpu_engine();
   const auto f32 = memory::data_type::f32;
   const memory::dims x{p.n, p.c, p.h, p.w}, y{p.n, p.k, p.oh, p.ow};
   const memory::dims w =
       p.g > 1 ? memory::dims{p.g, p.kg(), p.cg(), p.r, p.s} : memory::dims{p.k, p.c, p.r, p.s};
-  const memory::desc xp(x, f32, tag::nchw), yp(y, f32, tag::nchw);
-  const memory::desc wp(w, f32, p.g > 1 ? tag::goihw : tag::oihw);
-  const memory::desc xa(x, f32, tag::any), ya(y, f32, tag::any), wa(w, f32, tag::any);
+  const tag act = nhwc ? tag::nhwc : tag::nchw;
+  const memory::desc xp(x, f32, act), yp(y, f32, act);
+  const memory::desc wp(w, f32, p.g > 1 ? memory::dims{p.kg() * wst[0], wst[0], wst[1], wst[2],
+                                                       wst[3]}
+                                        : memory::dims{wst[0], wst[1], wst[2], wst[3]});
+  const memory::desc xa = nhwc ? xp : memory::desc(x, f32, tag::any);
+  const memory::desc ya = nhwc ? yp : memory::desc(y, f32, tag::any);
+  const memory::desc wa(w, f32, tag::any);
   const memory::desc bp({p.k}, f32, tag::x);
   // oneDNN counts dilation from 0 and wants an explicit right padding matching oh / ow.
   const memory::dims st{p.sh, p.sw}, dil{p.dh - 1, p.dw - 1}, pl{p.ph, p.pw};
@@ -131,17 +141,18 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias) 
   return finish(std::move(plan));
 }
 
-std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
+std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias, bool nhwc,
+                               const int64_t* wst) {
   static std::mutex mu;
   static auto& cache = *new std::map<Key, std::shared_ptr<Plan>>();  // never destroyed either
-  const Key key{int(dir), has_bias,
+  const Key key{int(dir), has_bias, nhwc,
                 {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
-                 p.g}};
+                 p.g, wst[0], wst[1], wst[2], wst[3]}};
   static size_t bytes = 0;  // held by the cached plans' blocked buffers
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  std::shared_ptr<Plan> plan = make_plan(dir, p, has_bias);
+  std::shared_ptr<Plan> plan = make_plan(dir, p, has_bias, nhwc, wst);
   size_t size = size_t(plan->scratch_size);
   for (const Port& port : plan->ports) size += port.buf ? port.buf.get_desc().get_size() : 0;
   // bounded in count and memory; a plan still running elsewhere lives on in its shared_ptr
@@ -153,9 +164,9 @@ std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias) {
 
 }  // namespace
 
-void onednn_conv(ConvDir dir, const ConvShape& p, const float* in0, const float* in1,
-                 const float* bias, float* out) {
-  std::shared_ptr<Plan> plan = get_plan(dir, p, bias != nullptr);
+void onednn_conv(ConvDir dir, const ConvShape& p, bool nhwc, const int64_t* wst, const float* in0,
+                 const float* in1, const float* bias, float* out) {
+  std::shared_ptr<Plan> plan = get_plan(dir, p, bias != nullptr, nhwc, wst);
   std::lock_guard<std::mutex> lock(plan->mu);
   dnnl::stream s(cpu_engine());
   std::unordered_map<int, memory> args;
