@@ -7,7 +7,8 @@ setup(
     ext_modules=[
         Pybind11Extension(
             "unidev._C",
-            ["unidev/csrc/binding.cpp"],
+            ["unidev/csrc/binding.cpp", "unidev/graph/native/ud_plan.c"],
+            depends=["unidev/csrc/plan.cpp", "unidev/graph/native/ud_plan.h"],
             include_dirs=["unidev/contract/include"],
             cxx_std=17,
             libraries=["dl"],

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import struct
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..contract import dtypes
+from ..core.errors import InvalidArgumentError
 
 BUFFER_KINDS = ("input", "output", "const", "temp")
 
@@ -57,3 +65,234 @@ class Plan:
     key: str = ""
     plugin: str = ""
     meta: dict = field(default_factory=dict)
+
+
+# ---- file format (read by unidev/graph/native/ud_plan.c too; see ud_plan.h) -------------------
+
+MAGIC = b"UDPLAN\r\n"
+VERSION = 1
+HEADER = struct.Struct("<8sIIQQIIQ")  # magic, version, flags, meta, data, crc, byte order, 0
+ALIGN = 64
+_KINDS = {k: i for i, k in enumerate(BUFFER_KINDS)}
+_ATTR_TYPES = ("int", "float", "bool", "str", "ints")  # UD_AttrType order
+
+
+class PlanFileError(InvalidArgumentError):
+    """A file that is not a plan this unidev can read (foreign, corrupt, truncated, newer)."""
+
+
+def _ref_extent(ref: TensorRef) -> int:
+    if any(d == 0 for d in ref.shape):
+        return 0
+    last = ref.offset + sum((d - 1) * s for d, s in zip(ref.shape, ref.strides, strict=True))
+    return (last + 1) * dtypes.itemsize(ref.dtype)
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def u8(self, v: int) -> None:
+        self.parts.append(struct.pack("<B", v))
+
+    def u32(self, v: int) -> None:
+        self.parts.append(struct.pack("<I", v))
+
+    def u64(self, v: int) -> None:
+        self.parts.append(struct.pack("<Q", v))
+
+    def i64s(self, vs) -> None:
+        self.parts.append(struct.pack(f"<{len(vs)}q", *vs))
+
+    def str(self, s: str) -> None:
+        b = s.encode()
+        self.u32(len(b))
+        self.parts.append(b)
+
+    def ref(self, t: TensorRef) -> None:
+        self.u32(t.buffer)
+        self.str(t.dtype)
+        self.u32(len(t.shape))
+        self.i64s(t.shape)
+        self.i64s(t.strides)
+        self.i64s((t.offset,))
+
+
+def to_bytes(plan: Plan) -> bytes:
+    """The plan as one file: header, metadata, constants (64-byte aligned)."""
+    w = _Writer()
+    w.str(plan.key)
+    w.str(plan.plugin)
+    w.str(json.dumps(plan.meta, sort_keys=True, default=str))
+    w.u64(plan.arena_bytes)
+    data = bytearray()
+    w.u32(len(plan.consts))
+    for c in plan.consts:
+        c = np.ascontiguousarray(c)
+        data += bytes(-len(data) % ALIGN)
+        w.str(dtypes.from_numpy(c.dtype))
+        w.u32(c.ndim)
+        w.i64s(c.shape)
+        w.u64(len(data))
+        w.u64(c.nbytes)
+        data += c.tobytes()
+    w.u32(len(plan.buffers))
+    for b in plan.buffers:
+        w.u8(_KINDS[b.kind])
+        w.i64s((b.slot,))
+        w.u64(b.nbytes)
+        w.u64(b.offset)
+    for refs in (plan.inputs, plan.outputs):
+        w.u32(len(refs))
+        for t in refs:
+            w.ref(t)
+    w.u32(len(plan.steps))
+    for s in plan.steps:
+        w.str(s.op)
+        w.str(s.dtype)
+        w.str(s.node)
+        w.u32(len(s.inputs))
+        for t in s.inputs:
+            w.u8(t is not None)
+            if t is not None:
+                w.ref(t)
+        w.u32(len(s.outputs))
+        for t in s.outputs:
+            w.ref(t)
+        w.u32(len(s.attrs))
+        for name, kind, value in s.attrs:
+            w.str(name)
+            w.u8(_ATTR_TYPES.index(kind))
+            if kind == "int":
+                w.i64s((int(value),))
+            elif kind == "float":
+                w.parts.append(struct.pack("<d", float(value)))
+            elif kind == "bool":
+                w.u8(bool(value))
+            elif kind == "str":
+                w.str(value)
+            else:
+                w.u32(len(value))
+                w.i64s(tuple(int(v) for v in value))
+    meta = b"".join(w.parts)
+    body = meta + bytes(data)
+    header = HEADER.pack(MAGIC, VERSION, 0, len(meta), len(data), zlib.crc32(body), 0x01020304, 0)
+    return header + body
+
+
+class _Reader:
+    def __init__(self, data: memoryview) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str):
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise PlanFileError("plan file: metadata truncated")
+        v = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return v
+
+    def u8(self) -> int:
+        return self.take("<B")[0]
+
+    def u32(self) -> int:
+        return self.take("<I")[0]
+
+    def u64(self) -> int:
+        return self.take("<Q")[0]
+
+    def i64(self) -> int:
+        return self.take("<q")[0]
+
+    def i64s(self, n: int) -> tuple[int, ...]:
+        if n > len(self.data):
+            raise PlanFileError("plan file: metadata truncated")
+        return self.take(f"<{n}q")
+
+    def str(self) -> str:
+        n = self.u32()
+        if self.pos + n > len(self.data):
+            raise PlanFileError("plan file: metadata truncated")
+        s = bytes(self.data[self.pos:self.pos + n])
+        self.pos += n
+        return s.decode()
+
+    def ref(self) -> TensorRef:
+        buffer, dtype, ndim = self.u32(), self.str(), self.u32()
+        return TensorRef(buffer, dtype, self.i64s(ndim), self.i64s(ndim), self.i64())
+
+
+def from_bytes(data: bytes) -> Plan:
+    """Parse a plan file (checked like the native runtime: magic, version, sizes, CRC-32)."""
+    if len(data) < HEADER.size or data[:8] != MAGIC:
+        raise PlanFileError("not a unidev plan file (no UDPLAN header)")
+    _, version, flags, meta_n, data_n, crc, order, _ = HEADER.unpack_from(data)
+    if order != 0x01020304:
+        raise PlanFileError("plan file of another byte order")
+    if version != VERSION or flags:
+        raise PlanFileError(f"plan file version {version} (flags {flags}); this unidev reads "
+                            f"version {VERSION}")
+    if HEADER.size + meta_n + data_n != len(data):
+        raise PlanFileError(f"plan file truncated or padded: {len(data)} bytes, the header says "
+                            f"{HEADER.size + meta_n + data_n}")
+    body = memoryview(data)[HEADER.size:]
+    if zlib.crc32(body) != crc:
+        raise PlanFileError(f"plan file corrupt: CRC-32 {zlib.crc32(body):08x}, the header says "
+                            f"{crc:08x}")
+    r = _Reader(body[:meta_n])
+    try:
+        key, plugin, meta = r.str(), r.str(), json.loads(r.str())
+        arena = r.u64()
+        consts = []
+        for _ in range(r.u32()):
+            dtype, ndim = r.str(), r.u32()
+            shape = r.i64s(ndim)
+            off, n = r.u64(), r.u64()
+            if off + n > data_n:
+                raise PlanFileError("plan file: a constant lies outside the data section")
+            raw = body[meta_n + off:meta_n + off + n]
+            consts.append(np.frombuffer(raw, dtypes.to_numpy(dtype)).reshape(shape).copy())
+        buffers = []
+        for i in range(r.u32()):
+            kind = r.u8()
+            if kind >= len(BUFFER_KINDS):
+                raise PlanFileError(f"plan file: buffer {i} has kind {kind}")
+            buffers.append(Buffer(i, BUFFER_KINDS[kind], r.i64(), r.u64(), r.u64()))
+        inputs = [r.ref() for _ in range(r.u32())]
+        outputs = [r.ref() for _ in range(r.u32())]
+        steps = []
+        for _ in range(r.u32()):
+            step = Step(r.str(), r.str(), [], [], [], "")
+            step.node = r.str()
+            step.inputs = [r.ref() if r.u8() else None for _ in range(r.u32())]
+            step.outputs = [r.ref() for _ in range(r.u32())]
+            for _ in range(r.u32()):
+                name, kind = r.str(), r.u8()
+                if kind >= len(_ATTR_TYPES):
+                    raise PlanFileError(f"plan file: attribute {name!r} has type {kind}")
+                kind = _ATTR_TYPES[kind]
+                value = (r.i64() if kind == "int" else r.take("<d")[0] if kind == "float"
+                         else bool(r.u8()) if kind == "bool" else r.str() if kind == "str"
+                         else r.i64s(r.u32()))
+                step.attrs.append((name, kind, value))
+            steps.append(step)
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        if isinstance(exc, PlanFileError):
+            raise
+        raise PlanFileError(f"plan file: malformed metadata ({exc})") from None
+    if r.pos != meta_n:
+        raise PlanFileError(f"plan file: {meta_n - r.pos} bytes of metadata left over")
+    return Plan(steps, buffers, arena, consts, inputs, outputs, key, plugin, meta)
+
+
+def save(plan: Plan, path: str | os.PathLike) -> None:
+    """Write the plan file (atomically: a reader never sees half a file)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(to_bytes(plan))
+    os.replace(tmp, path)
+
+
+def load(path: str | os.PathLike) -> Plan:
+    """Read a plan file; PlanFileError when it is not one this unidev can run."""
+    return from_bytes(Path(path).read_bytes())
