@@ -9,6 +9,13 @@
 
 namespace {
 
+// Raises the runtime's status; its message is cut at 1024 bytes, maybe inside a UTF-8 sequence.
+[[noreturn]] void raise_status(int32_t rc, const UD_PlanStatus& st) {
+  PyObject* u = PyUnicode_DecodeUTF8(st.message, Py_ssize_t(std::strlen(st.message)), "replace");
+  if (!u) throw py::error_already_set();
+  raise_code(rc, py::reinterpret_steal<py::str>(u).cast<std::string>());
+}
+
 class NativePlan {
  public:
   NativePlan(std::shared_ptr<Library> lib, int32_t device, const py::bytes& data)
@@ -20,7 +27,7 @@ class NativePlan {
       py::gil_scoped_release nogil;
       rc = ud_plan_create(lib_->api(), device, bytes.data(), bytes.size(), &plan_, &st);
     }
-    if (rc != UD_OK) raise_code(rc, st.message);
+    if (rc != UD_OK) raise_status(rc, st);
     lib_->stream(device);  // the default stream exists before any run uses it
   }
   ~NativePlan() {
@@ -65,7 +72,7 @@ class NativePlan {
       rc = ud_plan_run(plan_, s, tin.data(), int32_t(tin.size()), tout.data(),
                        int32_t(tout.size()), &st);
     }
-    if (rc != UD_OK) raise_code(rc, st.message);
+    if (rc != UD_OK) raise_status(rc, st);
   }
 
   py::list io(bool outputs) const {
@@ -97,7 +104,7 @@ class NativePlan {
   void set_profiling(bool on) {
     UD_PlanStatus st;
     std::lock_guard<std::mutex> g(mu_);
-    if (int32_t rc = ud_plan_set_profiling(plan_, on ? 1 : 0, &st)) raise_code(rc, st.message);
+    if (int32_t rc = ud_plan_set_profiling(plan_, on ? 1 : 0, &st)) raise_status(rc, st);
   }
 
   std::vector<double> step_times() {
@@ -109,7 +116,7 @@ class NativePlan {
       std::lock_guard<std::mutex> g(mu_);
       rc = ud_plan_step_times(plan_, ms.data(), int32_t(ms.size()), &st);
     }
-    if (rc != UD_OK) raise_code(rc, st.message);
+    if (rc != UD_OK) raise_status(rc, st);
     ms.pop_back();
     return ms;
   }

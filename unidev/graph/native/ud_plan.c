@@ -136,10 +136,23 @@ static uint64_t rd_u64(Reader* r) { uint64_t v; take(r, &v, 8); return v; }
 static int64_t rd_i64(Reader* r) { int64_t v; take(r, &v, 8); return v; }
 static double rd_f64(Reader* r) { double v; take(r, &v, 8); return v; }
 
+/* Well-formed UTF-8 without NUL: names end up in messages and Python strings. */
+static int utf8_ok(const uint8_t* s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    uint8_t c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!c || !len || len > n - i || (len == 2 && c < 0xC2)) return 0;
+    for (size_t k = 1; k < len; k++)
+      if ((s[i + k] & 0xC0) != 0x80) return 0;
+    i += len;
+  }
+  return 1;
+}
+
 /* A NUL-terminated copy owned by the plan. */
 static char* rd_str(Reader* r) {
   uint32_t n = rd_u32(r);
-  if (r->bad || n > r->size - r->pos) {
+  if (r->bad || n > r->size - r->pos || !utf8_ok(r->data + r->pos, n)) {
     r->bad = 1;
     return NULL;
   }
