@@ -1,0 +1,8 @@
+"""Graph tests: make graphcheck (shared helpers) importable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,0 +1,11 @@
+"""The graph layer: a framework-neutral IR, optimizing passes, lowering to plans."""
+
+from __future__ import annotations
+
+from .evaluate import evaluate
+from .ir import VIEW_OPS, Graph, Node, Value
+from .lower import lower
+from .passes import optimize
+from .trace import trace
+
+__all__ = ["Graph", "Node", "Value", "VIEW_OPS", "evaluate", "lower", "optimize", "trace"]

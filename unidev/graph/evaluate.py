@@ -1,0 +1,65 @@
+"""Reference interpreter: runs a graph through the numpy reference (the oracle for passes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..contract import dtypes as _dtypes
+from ..core import reference
+from ..core.errors import InvalidArgumentError
+from .ir import Graph, Node, Value, type_str
+
+__all__ = ["evaluate", "run_node"]
+
+
+def _shape_ok(v: Value, a: np.ndarray) -> bool:
+    return len(v.shape) == a.ndim and all(isinstance(d, str) or d == e
+                                          for d, e in zip(v.shape, a.shape, strict=True))
+
+
+def run_node(n: Node, ins: list) -> list[np.ndarray]:
+    """One node on numpy arrays; outputs in node order (updated versions are the inputs,
+    updated in place)."""
+    if n.op == "reshape":
+        return [np.reshape(ins[0], tuple(-1 if isinstance(d, str) else d
+                                         for d in n.outputs[0].shape))]
+    if n.op == "transpose":
+        return [np.transpose(ins[0], n.attrs["perm"])]
+    if n.op == "expand":
+        shape = tuple(ins[0].shape[d - len(n.outputs[0].shape) + ins[0].ndim]
+                      if isinstance(d, str) else d for d in n.outputs[0].shape)
+        return [np.broadcast_to(ins[0], shape)]
+    out = None
+    if not n.inputs:  # fill, zero, arange: shape and dtype from the output
+        out = [np.empty(tuple(o.shape), _dtypes.to_numpy(o.dtype)) for o in n.outputs]
+    try:
+        res = list(reference.run(n.op, ins, n.attrs, out=out))
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"node '{n.name}' ({n.op}): {e}") from None
+    return res + [ins[n.inputs.index(o.updates)] for o in n.outputs if o.updates is not None]
+
+
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run `graph` on numpy `inputs` (graph input order) through unidev.core.reference.
+
+    Like the plan executor, inputs the graph updates in place (optimizer state, running
+    stats) are updated in the given arrays; pass copies to keep them.
+    """
+    if len(inputs) != len(graph.inputs):
+        raise InvalidArgumentError(f"evaluate: graph '{graph.name}' takes {len(graph.inputs)} "
+                                   f"inputs, got {len(inputs)}")
+    env: dict[Value, np.ndarray] = {}
+    for k, (v, a) in enumerate(zip(graph.inputs, inputs, strict=True)):
+        a = np.asarray(a)
+        if a.dtype != _dtypes.to_numpy(v.dtype) or not _shape_ok(v, a):
+            raise InvalidArgumentError(f"evaluate: input {k} (%{v.name}) is {a.dtype}"
+                                       f"{list(a.shape)}, expected {type_str(v)}")
+        env[v] = a
+    env.update(graph.consts)
+    for n in graph.order():
+        res = run_node(n, [env[v] if v is not None else None for v in n.inputs])
+        for o, r in zip(n.outputs, res, strict=True):
+            env[o] = r
+    return [np.array(env[v], copy=True) for v in graph.outputs]

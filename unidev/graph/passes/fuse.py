@@ -1,0 +1,322 @@
+"""Fusion: batch-norm folding, conv/gemm epilogues, elementwise regions -> elementwise_program."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...contract import opset
+from ...core.errors import InvalidArgumentError
+from ..ir import Graph, Node, Value
+
+__all__ = ["run", "fold_batch_norm", "fuse_epilogues", "fuse_elementwise"]
+
+_ACT = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
+_REDUCE_OPS = ("sum", "mean", "max", "min")
+_FLOATS = opset.get("conv2d").dtypes
+
+
+def _single_use(g: Graph, v: Value, uses) -> Node | None:
+    """The one node reading `v`, if exactly one does and v is no graph output."""
+    u = uses.get(v, [])
+    if len(u) != 1 or v in g.outputs:
+        return None
+    return u[0][0]
+
+
+def _pure(n: Node) -> bool:
+    return all(o.updates is None for o in n.outputs)
+
+
+# ---- batch-norm folding (inference) ----------------------------------------------------------
+
+def fold_batch_norm(g: Graph) -> int:
+    """conv2d -> batch_norm(training=False) becomes one conv2d with scaled weights and a shifted
+    bias, written as op-set nodes (constant folding turns them into constants)."""
+    folded = 0
+    uses = g.uses()
+    for bn in list(g.order()):
+        if bn.op != "batch_norm" or bn.attrs["training"]:
+            continue
+        y = bn.inputs[0]
+        conv = y.producer if y.kind == "node" else None
+        if conv is None or conv.op != "conv2d" or _single_use(g, y, uses) is not bn \
+                or any(uses.get(o) or o in g.outputs for o in bn.outputs[1:3]):
+            continue
+        x, w, b = conv.inputs
+        gamma, beta, mean, var = bn.inputs[1:5]
+        k = w.shape[0]
+        eps = g.const(np.array(bn.attrs["eps"], dtype=w.dtype))
+        scale = g.call("rsqrt", g.call("add", var, eps))
+        if gamma is not None:
+            scale = g.call("mul", gamma, scale)
+        w2 = g.call("mul", w, g.call("reshape", scale, shape=(k, 1, 1, 1)))
+        shift = g.call("mul", mean, scale)
+        shift = g.call("sub", beta, shift) if beta is not None else g.call("neg", shift)
+        if b is not None:
+            shift = g.call("add", shift, g.call("mul", b, scale))
+        new = g.node("conv2d", [x, w2, shift], dict(conv.attrs))
+        g.replace(bn.outputs[0], new.outputs[0])
+        g.remove(bn)
+        folded += 1
+    return folded
+
+
+# ---- conv2d / gemm / matmul epilogues --------------------------------------------------------
+
+def _activation(g: Graph, v: Value, uses) -> tuple[str, Value] | None:
+    """(activation, result) if v's only consumer is an activation (or v * sigmoid(v))."""
+    readers = uses.get(v, [])
+    if v in g.outputs:
+        return None
+    if len(readers) == 1:
+        n = readers[0][0]
+        if n.op in _ACT:
+            return _ACT[n.op], n.outputs[0]
+        if n.op == "gelu":
+            return ("gelu" if n.attrs["approximate"] == "none" else "gelu_tanh"), n.outputs[0]
+    if len(readers) == 2:
+        ops = {n.op: n for n, _ in readers}
+        s, m = ops.get("sigmoid"), ops.get("mul")
+        if s and m and _single_use(g, s.outputs[0], uses) is m and \
+                set(m.inputs) == {v, s.outputs[0]}:
+            return "silu", m.outputs[0]
+    return None
+
+
+def _epilogue(g: Graph, anchor: Node, uses, bias_shapes: tuple, bias: Value | None,
+              residual: Value | None = None):
+    """Walk bias add / residual add / activation after `anchor`'s output."""
+    cur = anchor.outputs[0]
+    act = "none"
+    absorbed = 0
+    while True:
+        n = _single_use(g, cur, uses)
+        if n is not None and n.op == "add" and n.attrs["alpha"] == 1 and \
+                n.outputs[0].shape == cur.shape and n.inputs[0] is not n.inputs[1]:
+            other = n.inputs[1] if n.inputs[0] is cur else n.inputs[0]
+            if bias is None and other.shape in bias_shapes:
+                bias = other if other.shape == bias_shapes[0] else \
+                    g.call("reshape", other, shape=bias_shapes[0])
+            elif residual is None and other.shape == cur.shape:
+                residual = other
+            else:
+                break
+            cur, absorbed = n.outputs[0], absorbed + 1
+            continue
+        found = _activation(g, cur, uses)
+        if found is not None:
+            act, cur = found
+            absorbed += 1
+        break
+    return absorbed, bias, residual, act, cur
+
+
+def fuse_epilogues(g: Graph) -> int:
+    """conv2d / gemm / 2-D matmul + bias + residual + activation -> conv2d_bias_act /
+    gemm_bias_act (y = act(op + bias + residual), the op set's tier 4)."""
+    fused = 0
+    for anchor in list(g.order()):
+        if anchor not in g.nodes or anchor.outputs[0].dtype not in _FLOATS:
+            continue
+        uses = g.uses()
+        if anchor.op == "conv2d":
+            x, w, b = anchor.inputs
+            k = w.shape[0]
+            shapes = ((k,), (k, 1, 1), (1, k, 1, 1))
+            absorbed, bias, res, act, last = _epilogue(g, anchor, uses, shapes, b)
+            op, ins = "conv2d_bias_act", [x, w, bias, res]
+            attrs = dict(anchor.attrs, activation=act)
+        elif anchor.op in ("gemm", "matmul") and len(anchor.inputs[0].shape) == 2:
+            a, b = anchor.inputs[:2]
+            c = anchor.inputs[2] if anchor.op == "gemm" else None
+            n_ = b.shape[1]
+            shapes = ((n_,), (1, n_))
+            out = anchor.outputs[0].shape
+            if c is not None and (anchor.attrs["beta"] != 1 or c.shape not in shapes + (out,)):
+                continue
+            bias = c if c is not None and c.shape in shapes else None
+            if bias is not None and bias.shape != (n_,):
+                bias = g.call("reshape", bias, shape=(n_,))
+            res = c if c is not None and c.shape == out and c.shape not in shapes else None
+            absorbed, bias, res, act, last = _epilogue(g, anchor, uses, shapes, bias, res)
+            op, ins = "gemm_bias_act", [a, b, bias, res]
+            attrs = {"alpha": anchor.attrs.get("alpha", 1.0), "activation": act}
+        else:
+            continue
+        if not absorbed:
+            continue
+        new = g.node(op, ins, attrs)
+        g.replace(last, new.outputs[0])
+        fused += 1
+    if fused:
+        from . import dce
+        dce.run(g)
+    return fused
+
+
+# ---- elementwise regions ---------------------------------------------------------------------
+
+def _token(n: Node) -> list[str] | None:
+    """The program tokens for node n after its operands are pushed; None if not expressible."""
+    from ...core.program import format_constant
+    if n.op in ("add", "sub"):
+        alpha = n.attrs["alpha"]
+        return [n.op] if alpha == 1 else [format_constant(alpha), "mul", n.op]
+    if n.op == "gelu":
+        return ["gelu" if n.attrs["approximate"] == "none" else "gelu_tanh"]
+    src = opset.PROGRAM_SOURCES.get(n.op)
+    if src is None or src[0] != n.op or n.op in ("eq", "ne", "lt", "le", "gt", "ge", "where"):
+        return None
+    defaults = {a.name: a.default for a in opset.get(n.op).attrs}
+    return [n.op] if n.attrs == defaults else None
+
+
+def _eligible(n: Node) -> bool:
+    out = n.outputs[0] if len(n.outputs) == 1 else None
+    return (out is not None and _pure(n) and out.dtype in _FLOATS and _token(n) is not None
+            and all(v is not None and v.dtype == out.dtype for v in n.inputs))
+
+
+def _regions(g: Graph) -> list[list[Node]]:
+    """Greedy convex regions of eligible nodes with the same output shape and dtype."""
+    region: dict[Node, int] = {}
+    anc: dict[Value, frozenset] = {}
+    members: list[list[Node]] = []
+    for n in g.order():
+        deps = frozenset().union(*(anc.get(v, frozenset()) for v in n.inputs if v is not None))
+        rid = None
+        if _eligible(n):
+            out = n.outputs[0]
+            for v in n.inputs:
+                p = v.producer if v.kind == "node" else None
+                r = region.get(p)
+                if r is None or members[r][0].outputs[0].shape != out.shape or \
+                        members[r][0].outputs[0].dtype != out.dtype:
+                    continue
+                others = [u for u in n.inputs if u.kind != "node" or region.get(u.producer) != r]
+                if all(r not in anc.get(u, frozenset()) for u in others):
+                    rid = r
+                    break
+            if rid is None:
+                rid = len(members)
+                members.append([])
+            region[n] = rid
+            members[rid].append(n)
+        for o in n.outputs:
+            anc[o] = deps | ({rid} if rid is not None else frozenset())
+    return members
+
+
+def _reduction(g: Graph, escaping: list[Value], uses, s: tuple):
+    """The common trailing reduction every escaping value feeds, if there is one."""
+    nodes = []
+    for v in escaping:
+        readers = uses.get(v, [])
+        if v in g.outputs or len(readers) != 1 or readers[0][0].op not in _REDUCE_OPS:
+            return None
+        nodes.append(readers[0][0])
+    first = nodes[0]
+    axes = first.attrs["axes"] or tuple(range(len(s)))
+    if not axes or axes != tuple(range(len(s) - len(axes), len(s))) or any(
+            (n.op, n.attrs) != (first.op, first.attrs) for n in nodes):
+        return None
+    return first.op, axes, nodes
+
+
+def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Value]] | None:
+    """Postfix program for the region: shared values in registers, others inlined."""
+    from ...core.program import format_constant
+    inside = set(region)
+    internal = {n.outputs[0]: sum(1 for u, _ in uses.get(n.outputs[0], []) if u in inside)
+                for n in region}
+    shared = {v for v, k in internal.items() if k > 1 or v in escaping}
+    inputs: list[Value] = []
+    regs: dict[Value, int] = {}
+    free = list(range(opset.PROGRAM_LIMITS["max_registers"]))[::-1]
+    remaining = dict(internal)
+    toks: list[str] = []
+
+    def push(v: Value) -> None:
+        if v in regs:
+            toks.append(f"r{regs[v]}")
+            remaining[v] -= 1
+            if not remaining[v]:
+                free.append(regs.pop(v))
+        elif v.kind == "node" and v.producer in inside:
+            expr(v.producer)
+        elif v.kind == "const" and v.graph.consts[v].size == 1:
+            toks.append(format_constant(float(v.graph.consts[v].reshape(()))))
+        else:
+            if v not in inputs:
+                inputs.append(v)
+            toks.append(f"i{inputs.index(v)}")
+
+    def expr(n: Node) -> None:
+        for v in n.inputs:
+            push(v)
+        toks.extend(_token(n))
+    for n in region:
+        v = n.outputs[0]
+        if v not in shared:
+            continue
+        expr(n)
+        if remaining[v]:
+            if not free:
+                return None
+            regs[v] = free.pop()
+            toks.append(f"s{regs[v]}")
+        if v in escaping:
+            if remaining[v]:
+                toks.append(f"r{regs[v]}")
+            toks.append(f"o{escaping.index(v)}")
+    lim = opset.PROGRAM_LIMITS
+    if len(toks) > lim["max_tokens"] or len(inputs) > lim["max_inputs"] or \
+            len(escaping) > lim["max_outputs"]:
+        return None
+    return " ".join(toks), inputs
+
+
+def fuse_elementwise(g: Graph) -> int:
+    """Each region of >= 2 elementwise ops (a trailing reduction counts) -> elementwise_program."""
+    fused = 0
+    for region in _regions(g):
+        uses = g.uses()
+        inside = set(region)
+        escaping = [n.outputs[0] for n in region
+                    if n.outputs[0] in g.outputs or any(u not in inside
+                                                        for u, _ in uses.get(n.outputs[0], []))]
+        s = region[0].outputs[0].shape
+        red = _reduction(g, escaping, uses, s) if escaping else None
+        if len(region) + (1 if red else 0) < 2 or not escaping:
+            continue
+        emitted = _emit(region, escaping, uses)
+        if emitted is None:
+            continue
+        program, inputs = emitted
+        attrs = {"program": program}
+        if red:
+            attrs.update(reduce=red[0], reduce_axes=red[1])
+        try:
+            new = g.node("elementwise_program", inputs, attrs, outputs=len(escaping))
+        except InvalidArgumentError:
+            continue  # a shape the op refuses (e.g. max over an empty axis): stay unfused
+        targets = [n.outputs[0] for n in red[2]] if red else escaping
+        for old, v in zip(targets, new.outputs, strict=True):
+            if old.shape != v.shape:  # keepdims=True reductions
+                v = g.call("reshape", v, shape=old.shape)
+            g.replace(old, v)
+        fused += 1
+    if fused:
+        from . import dce
+        dce.run(g)
+    return fused
+
+
+def run(g: Graph, training: bool = False) -> int:
+    """All fusions; batch-norm folding only for inference graphs (training=False)."""
+    from . import fold
+    n = 0
+    if not training:
+        n += fold_batch_norm(g)
+        fold.run(g)
+    return n + fuse_epilogues(g) + fuse_elementwise(g)
