@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from .cache import compile
 from .evaluate import evaluate
+from .executor import CompiledPlan, load
 from .ir import VIEW_OPS, Graph, Node, Value
 from .lower import lower
 from .passes import optimize
 from .trace import trace
 
-__all__ = ["Graph", "Node", "Value", "VIEW_OPS", "evaluate", "lower", "optimize", "trace"]
+__all__ = ["Graph", "Node", "Value", "VIEW_OPS", "evaluate", "lower", "optimize", "trace",
+           "compile", "CompiledPlan", "load"]
