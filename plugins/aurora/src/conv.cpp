@@ -8,21 +8,13 @@
 
 #include <algorithm>
 
-#include "blas.h"
-#include "strided.h"
+#include "conv.h"
 
 namespace aurora {
 
 namespace {
 
-enum Algo : int64_t { kAuto = 0, kDirect = 1, kIm2col = 2, kTiled = 3 };
 constexpr int64_t kMaxColumn = int64_t(1) << 23;  // elements of a core's im2col buffer for "auto"
-
-struct Geo {
-  int64_t n, c, h, w, k, cg, kg, r, s, oh, ow, sh, sw, ph, pw, dh, dw, g, algo;
-  int64_t rows() const { return cg * r * s; }  // im2col rows per group
-  int64_t plane() const { return oh * ow; }
-};
 
 // The three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight) share stride, padding,
 // dilation, groups, algorithm in that order from kFirst[kind]; the gradients lead with a shape.
@@ -352,6 +344,11 @@ UD_Error* conv_check(const UD_KernelArgs* a, UD_DType dt, Body body) {
                       (bias.ndim >= 0 && (!ck.ndim(bias, "bias", 1, 1) || !ck.dim(bias, "bias", 0, g.k)))
                 : !shape_is(ck, ck.in(kGradY), "grad_y", y) || !shape_is(ck, ck.out(kOut), "output", Kind == 1 ? xs : ws))
     return ck.take();
+  // channels-last: the activations' layout decides (weights are repacked either way)
+  g.lay = Kind == 0 ? choose_layout(a, {UD_IN_CONV2D_X}, {kOut}) : choose_layout(a, {kGradY, Kind == 2 ? kOther : -1}, {Kind == 1 ? kOut : -1});
+  // channels-last "auto": the GEMM, but loops along channels for depthwise layers (one-column GEMMs)
+  if (g.lay == kNHWC && !strcmp(a->attrs[kFirst[Kind] + 4].value.s, "auto"))
+    g.algo = g.cg == 1 && g.kg == 1 ? kDirect : kIm2col;
   return launch(a, make_call(a, kConvOps[Kind], body, pack(g)));
 }
 
@@ -361,6 +358,14 @@ template <class T> struct Conv2d {
     auto g = unpack<Geo>(c);
     const T *x, *w, *bias;
     T* y;
+    if (g.lay == kNHWC) {
+      if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_X], &x, kNHWC)) return r;
+      if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_BIAS], &bias)) return r;
+      if (VESIMresult r = dense_out(k, c.out[kOut], &y, false, kNHWC)) return r;
+      if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
+      VESIMresult r = nhwc_conv<T>(k, g, x, c.in[UD_IN_CONV2D_WEIGHT], bias, y);
+      return r ? r : store(k, c.out[kOut], y, kNHWC);
+    }
     if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_X], &x)) return r;
     if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_WEIGHT], &w)) return r;
     if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_BIAS], &bias)) return r;
@@ -425,6 +430,13 @@ template <class T> struct Conv2dBackwardInput {
     auto g = unpack<Geo>(c);
     const T *gy, *w;
     T* gx;
+    if (g.lay == kNHWC) {
+      if (VESIMresult r = dense_in(k, c.in[kGradY], &gy, kNHWC)) return r;
+      if (VESIMresult r = dense_out(k, c.out[kOut], &gx, true, kNHWC)) return r;
+      if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
+      VESIMresult r = nhwc_grad_x<T>(k, g, gy, c.in[kOther], gx);
+      return r ? r : store(k, c.out[kOut], gx, kNHWC);
+    }
     if (VESIMresult r = dense_in(k, c.in[kGradY], &gy)) return r;
     if (VESIMresult r = dense_in(k, c.in[kOther], &w)) return r;
     // grad_x = grad_y (padded by d(R-1) - p) correlated with the flipped, transposed weights
@@ -489,6 +501,12 @@ template <class T> struct Conv2dBackwardWeight {
     auto g = unpack<Geo>(c);
     const T *gy, *x;
     T* gw;
+    if (g.lay == kNHWC) {
+      if (VESIMresult r = dense_in(k, c.in[kGradY], &gy, kNHWC)) return r;
+      if (VESIMresult r = dense_in(k, c.in[kOther], &x, kNHWC)) return r;
+      if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
+      return nhwc_grad_w<T>(k, g, gy, x, c.out[kOut]);
+    }
     if (VESIMresult r = dense_in(k, c.in[kGradY], &gy)) return r;
     if (VESIMresult r = dense_in(k, c.in[kOther], &x)) return r;
     if (VESIMresult r = dense_out(k, c.out[kOut], &gw, true)) return r;

@@ -1,4 +1,6 @@
-// norm.cpp — batch normalization over x [N, C, ...] per channel, and its gradients.
+// norm.cpp — batch normalization over x [N, C, ...] per channel, and its gradients, NCHW (a
+// channel's values are N runs: the cores take channels) or channels-last (x is a matrix [rows,
+// C]: the vector loops run along channels, the cores take blocks of rows and add up their sums).
 #include "strided.h"
 
 namespace aurora {
@@ -6,12 +8,12 @@ namespace aurora {
 namespace {
 
 // x viewed as [N, C, L]; element (n, c, l) at (n * C + c) * L + l of the dense buffer.
-struct Layout {
+struct Dims {
   int64_t n, c, l;
   int64_t count() const { return n * l; }
 };
 
-Layout layout(const Tensor& x) {
+Dims dims(const Tensor& x) {
   int64_t l = 1;
   for (int d = 2; d < x.ndim; d++) l *= x.shape[d];
   return {x.shape[0], x.shape[1], l};
@@ -23,6 +25,33 @@ bool channel_vec(Check& ck, const UD_Tensor& t, const char* name, int64_t c) {
 
 template <class T> inline T at(const Tensor& v, int64_t i, T fallback) {
   return v.present() ? v.ptr<T>()[i * v.strides[0]] : fallback;
+}
+
+// Channels-last: out[j * c + ch] (j < width) = the sums add(row, acc) accumulates over `rows`
+// rows, each core into its own acc first.
+template <class F>
+VESIMresult channel_sums(VESIMkernel_ctx* k, int64_t rows, int64_t c, int64_t width, double* out, F&& add) {
+  const int64_t cores = vesimDevCores(k), per = width * c;
+  double* part = static_cast<double*>(vesimDevScratch(k, uint64_t(cores * per + 1) * sizeof(double)));
+  if (!part) return VESIM_ERROR_OUT_OF_MEMORY;
+  std::fill_n(part, cores * per, 0.0);
+  VESIMresult r = parallel_chunks(k, rows, 16, [&](int64_t b, int64_t e, int chunk) {
+    for (int64_t m = b; m < e; m++) add(m, part + chunk * per);
+  });
+  std::fill_n(out, per, 0.0);
+  for (int64_t i = 0; i < cores * per; i++) out[i % per] += part[i];
+  return r;
+}
+
+// Channels-last: f(row) for every row of x [rows, C], spread over the cores.
+template <class F> VESIMresult each_row(VESIMkernel_ctx* k, int64_t rows, F&& f) {
+  return parallel(k, rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t m = b; m < e; m++) f(m);
+  });
+}
+
+double* doubles(VESIMkernel_ctx* k, int64_t n) {
+  return static_cast<double*>(vesimDevScratch(k, uint64_t(n + 1) * sizeof(double)));
 }
 
 template <class T> struct BatchNorm {
@@ -52,21 +81,67 @@ template <class T> struct BatchNorm {
     if (training && numel == 0)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "batch_norm: training needs at least one "
                           "value per channel (x has none, C = %lld)", (long long)c);
-    return launch(a, make_call(a, UD_OP_BATCH_NORM, body));
+    const int64_t lay = choose_layout(a, {UD_IN_BATCH_NORM_X}, {UD_OUT_BATCH_NORM_Y});
+    return launch(a, make_call(a, UD_OP_BATCH_NORM, body, pack(lay)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor &w = c.in[UD_IN_BATCH_NORM_WEIGHT], &b = c.in[UD_IN_BATCH_NORM_BIAS],
                  &rm = c.in[UD_IN_BATCH_NORM_RUNNING_MEAN], &rv = c.in[UD_IN_BATCH_NORM_RUNNING_VAR];
     Tensor &xt = c.in[UD_IN_BATCH_NORM_X], &yt = c.out[UD_OUT_BATCH_NORM_Y];
     const Tensor &smt = c.out[UD_OUT_BATCH_NORM_SAVE_MEAN], &sit = c.out[UD_OUT_BATCH_NORM_SAVE_INVSTD];
-    Layout L = layout(xt);
+    Dims L = dims(xt);
     bool training = c.attrs[UD_ATTR_BATCH_NORM_TRAINING].i;
     double momentum = c.attrs[UD_ATTR_BATCH_NORM_MOMENTUM].f, eps = c.attrs[UD_ATTR_BATCH_NORM_EPS].f;
+    const Layout lay = Layout(unpack<int64_t>(c));
     const T* x;
     T *y, *sm = smt.ptr<T>(), *si = sit.ptr<T>();
-    if (VESIMresult r = dense_in(k, xt, &x)) return r;
-    if (VESIMresult r = dense_out(k, yt, &y, false)) return r;
+    if (VESIMresult r = dense_in(k, xt, &x, lay)) return r;
+    if (VESIMresult r = dense_out(k, yt, &y, false, lay)) return r;
     const int64_t sms = smt.strides[0], sis = sit.strides[0];
+    // channel ch's statistics done: the running ones updated, the saved ones written
+    auto finish = [&](int64_t ch, double mean, double var, double* scale, double* shift) {
+      if (training && rm.present()) {
+        T* pm = rm.ptr<T>() + ch * rm.strides[0];
+        T* pv = rv.ptr<T>() + ch * rv.strides[0];
+        *pm = T((1 - momentum) * double(*pm) + momentum * mean);
+        *pv = T((1 - momentum) * double(*pv) + momentum * var * double(L.count()) / double(L.count() - 1));
+      }
+      double invstd = 1.0 / std::sqrt(var + eps);
+      *scale = invstd * double(at<T>(w, ch, T(1)));
+      *shift = double(at<T>(b, ch, T(0)));
+      sm[ch * sms] = T(mean);
+      si[ch * sis] = T(invstd);
+    };
+    if (lay == kNHWC) {
+      const int64_t rows = L.count(), C = L.c;
+      double *mean = doubles(k, 4 * C), *var = mean + C, *scale = var + C, *shift = scale + C;
+      if (!mean) return VESIM_ERROR_OUT_OF_MEMORY;
+      VESIMresult r = VESIM_SUCCESS;
+      if (training) {
+        r = channel_sums(k, rows, C, 1, mean, [&](int64_t m, double* acc) {
+          const T* p = x + m * C;
+#pragma omp simd
+          for (int64_t ch = 0; ch < C; ch++) acc[ch] += double(p[ch]);
+        });
+        for (int64_t ch = 0; ch < C; ch++) mean[ch] /= double(rows);
+        if (!r) r = channel_sums(k, rows, C, 1, var, [&](int64_t m, double* acc) {
+          const T* p = x + m * C;
+#pragma omp simd
+          for (int64_t ch = 0; ch < C; ch++) acc[ch] += (double(p[ch]) - mean[ch]) * (double(p[ch]) - mean[ch]);
+        });
+        for (int64_t ch = 0; ch < C; ch++) var[ch] /= double(rows);
+      } else {
+        for (int64_t ch = 0; ch < C; ch++) mean[ch] = double(at<T>(rm, ch, T(0))), var[ch] = double(at<T>(rv, ch, T(1)));
+      }
+      for (int64_t ch = 0; ch < C && !r; ch++) finish(ch, mean[ch], var[ch], scale + ch, shift + ch);
+      if (!r) r = each_row(k, rows, [&](int64_t m) {
+        const T* p = x + m * C;
+        T* q = y + m * C;
+#pragma omp simd
+        for (int64_t ch = 0; ch < C; ch++) q[ch] = T((double(p[ch]) - mean[ch]) * scale[ch] + shift[ch]);
+      });
+      return r ? r : store(k, yt, y, lay);
+    }
     VESIMresult r = parallel(k, L.c, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t ch = cb; ch < ce; ch++) {
         double mean, var;
@@ -84,21 +159,12 @@ template <class T> struct BatchNorm {
             for (int64_t i = 0; i < L.l; i++) ss += (double(p[i]) - mean) * (double(p[i]) - mean);
           }
           var = ss / double(L.count());
-          if (rm.present()) {
-            T* pm = rm.ptr<T>() + ch * rm.strides[0];
-            T* pv = rv.ptr<T>() + ch * rv.strides[0];
-            *pm = T((1 - momentum) * double(*pm) + momentum * mean);
-            *pv = T((1 - momentum) * double(*pv) +
-                    momentum * var * double(L.count()) / double(L.count() - 1));
-          }
         } else {
           mean = double(at<T>(rm, ch, T(0)));
           var = double(at<T>(rv, ch, T(1)));
         }
-        double invstd = 1.0 / std::sqrt(var + eps);
-        double scale = invstd * double(at<T>(w, ch, T(1))), shift = double(at<T>(b, ch, T(0)));
-        sm[ch * sms] = T(mean);
-        si[ch * sis] = T(invstd);
+        double scale, shift;
+        finish(ch, mean, var, &scale, &shift);
         for (int64_t n = 0; n < L.n; n++) {
           const T* p = x + (n * L.c + ch) * L.l;
           T* q = y + (n * L.c + ch) * L.l;
@@ -128,20 +194,58 @@ template <class T> struct BatchNormBackward {
     if (!channel_vec(ck, ck.in(UD_IN_BATCH_NORM_BACKWARD_WEIGHT), "weight", c) || !channel_vec(ck, sm, "save_mean", c) ||
         !channel_vec(ck, si, "save_invstd", c) || !channel_vec(ck, gw, "grad_weight", c) || !channel_vec(ck, gb, "grad_bias", c))
       return ck.take();
-    return launch(a, make_call(a, UD_OP_BATCH_NORM_BACKWARD, body));
+    const int64_t lay = choose_layout(a, {UD_IN_BATCH_NORM_BACKWARD_GRAD_Y, UD_IN_BATCH_NORM_BACKWARD_X},
+                                      {UD_OUT_BATCH_NORM_BACKWARD_GRAD_X});
+    return launch(a, make_call(a, UD_OP_BATCH_NORM_BACKWARD, body, pack(lay)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     const Tensor &w = c.in[UD_IN_BATCH_NORM_BACKWARD_WEIGHT], &sm = c.in[UD_IN_BATCH_NORM_BACKWARD_SAVE_MEAN],
                  &si = c.in[UD_IN_BATCH_NORM_BACKWARD_SAVE_INVSTD];
     Tensor& gxt = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_X];
-    Layout L = layout(c.in[UD_IN_BATCH_NORM_BACKWARD_X]);
+    Dims L = dims(c.in[UD_IN_BATCH_NORM_BACKWARD_X]);
     bool training = c.attrs[UD_ATTR_BATCH_NORM_BACKWARD_TRAINING].i;
+    const Layout lay = Layout(unpack<int64_t>(c));
     const T *gy, *x;
     T* gx;
-    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_GRAD_Y], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_X], &x)) return r;
-    if (VESIMresult r = dense_out(k, gxt, &gx, false)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_GRAD_Y], &gy, lay)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_BATCH_NORM_BACKWARD_X], &x, lay)) return r;
+    if (VESIMresult r = dense_out(k, gxt, &gx, false, lay)) return r;
     Tensor &gw = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_WEIGHT], &gb = c.out[UD_OUT_BATCH_NORM_BACKWARD_GRAD_BIAS];
+    const double cnt = double(std::max<int64_t>(L.count(), 1));
+    // channel ch's sums done: the weight and bias gradients written; grad_x's coefficients
+    auto finish = [&](int64_t ch, double sum_gy, double sum_gyx, double* scale, double* mgy, double* mgyx) {
+      gb.ptr<T>()[ch * gb.strides[0]] = T(sum_gy);
+      gw.ptr<T>()[ch * gw.strides[0]] = T(sum_gyx);
+      *scale = double(at<T>(si, ch, T(1))) * double(at<T>(w, ch, T(1)));
+      *mgy = training ? sum_gy / cnt : 0;
+      *mgyx = training ? sum_gyx / cnt : 0;
+    };
+    if (lay == kNHWC) {
+      const int64_t rows = L.count(), C = L.c;
+      double *mean = doubles(k, 7 * C), *invstd = mean + C, *sums = invstd + C, *scale = sums + 2 * C,
+             *mgy = scale + C, *mgyx = mgy + C;
+      if (!mean) return VESIM_ERROR_OUT_OF_MEMORY;
+      for (int64_t ch = 0; ch < C; ch++) mean[ch] = double(at<T>(sm, ch, T(0))), invstd[ch] = double(at<T>(si, ch, T(1)));
+      VESIMresult r = channel_sums(k, rows, C, 2, sums, [&](int64_t m, double* acc) {
+        const T *g = gy + m * C, *p = x + m * C;
+#pragma omp simd
+        for (int64_t ch = 0; ch < C; ch++) {
+          acc[ch] += double(g[ch]);
+          acc[C + ch] += double(g[ch]) * (double(p[ch]) - mean[ch]) * invstd[ch];
+        }
+      });
+      for (int64_t ch = 0; ch < C && !r; ch++) finish(ch, sums[ch], sums[C + ch], scale + ch, mgy + ch, mgyx + ch);
+      if (!r) r = each_row(k, rows, [&](int64_t m) {
+        const T *g = gy + m * C, *p = x + m * C;
+        T* q = gx + m * C;
+#pragma omp simd
+        for (int64_t ch = 0; ch < C; ch++) {
+          const double xhat = (double(p[ch]) - mean[ch]) * invstd[ch];
+          q[ch] = T(scale[ch] * (double(g[ch]) - mgy[ch] - xhat * mgyx[ch]));
+        }
+      });
+      return r ? r : store(k, gxt, gx, lay);
+    }
     VESIMresult r = parallel(k, L.c, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t ch = cb; ch < ce; ch++) {
         double mean = double(at<T>(sm, ch, T(0))), invstd = double(at<T>(si, ch, T(1)));
@@ -154,11 +258,8 @@ template <class T> struct BatchNormBackward {
             sum_gyx += double(g[i]) * (double(p[i]) - mean) * invstd;
           }
         }
-        gb.ptr<T>()[ch * gb.strides[0]] = T(sum_gy);
-        gw.ptr<T>()[ch * gw.strides[0]] = T(sum_gyx);
-        double scale = invstd * double(at<T>(w, ch, T(1)));
-        double cnt = double(std::max<int64_t>(L.count(), 1));
-        double mgy = training ? sum_gy / cnt : 0, mgyx = training ? sum_gyx / cnt : 0;
+        double scale, mgy, mgyx;
+        finish(ch, sum_gy, sum_gyx, &scale, &mgy, &mgyx);
         for (int64_t n = 0; n < L.n; n++) {
           const T *g = gy + (n * L.c + ch) * L.l, *p = x + (n * L.c + ch) * L.l;
           T* q = gx + (n * L.c + ch) * L.l;

@@ -1,5 +1,7 @@
-// pool.cpp — max, average and adaptive-average pooling (NCHW) and their gradients.
-// Every (n, c) plane is independent: planes are spread over the cores.
+// pool.cpp — max, average and adaptive-average pooling and their gradients, NCHW and
+// channels-last. NCHW: every (n, c) plane is independent, planes are spread over the cores.
+// Channels-last: a window's taps are runs of channels, the vector loops run along them, and the
+// cores take (image, block of channels) parts, which the gradients' scatters never share.
 #include <limits>
 
 #include "strided.h"
@@ -9,8 +11,17 @@ namespace aurora {
 namespace {
 
 struct PoolGeo {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, ceil, count_pad;
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, ceil, count_pad, c, lay;
 };
+
+// Channels-last: f(n, c0, c1) for parts of images' channels, enough parts for every core.
+template <class F> VESIMresult channel_parts(VESIMkernel_ctx* k, const PoolGeo& g, F&& f) {
+  const int64_t n = g.c ? g.planes / g.c : 0, cores = vesimDevCores(k);
+  const int64_t parts = std::max<int64_t>(1, std::min((g.c + 7) / 8, (cores + n - 1) / std::max<int64_t>(n, 1)));
+  return parallel(k, n * parts, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) f(i / parts, i % parts * g.c / parts, (i % parts + 1) * g.c / parts);
+  });
+}
 
 int64_t pool_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
   int64_t span = n + 2 * p - d * (k - 1) - 1;
@@ -44,7 +55,7 @@ bool pool_geometry(Check& ck, bool is_max, const UD_Tensor& x, PoolGeo* g) {
   bool ceil_mode = ud_kit_attr_bool(ck.args(), is_max ? UD_ATTR_MAX_POOL2D_CEIL_MODE : UD_ATTR_AVG_POOL2D_CEIL_MODE);
   bool count_pad = !is_max && ud_kit_attr_bool(ck.args(), UD_ATTR_AVG_POOL2D_COUNT_INCLUDE_PAD);
   *g = PoolGeo{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], 0, 0, ks[0], ks[1], st[0], st[1],
-               pd[0], pd[1], dl[0], dl[1], ceil_mode, count_pad};
+               pd[0], pd[1], dl[0], dl[1], ceil_mode, count_pad, x.shape[1]};
   g->oh = pool_out(g->h, g->kh, g->sh, g->ph, g->dh, ceil_mode);
   g->ow = pool_out(g->w, g->kw, g->sw, g->pw, g->dw, ceil_mode);
   if (g->oh < 1 || g->ow < 1)
@@ -68,6 +79,7 @@ template <class T> struct MaxPool {
         !ck.dtype(idx, "indices", ud_of<int64_t>()) || !pool_geometry(ck, true, x, &g) ||
         !pooled_shape(ck, ck.out(UD_OUT_MAX_POOL2D_Y), "y", x, g.oh, g.ow) || !pooled_shape(ck, idx, "indices", x, g.oh, g.ow))
       return ck.take();
+    g.lay = choose_layout(a, {UD_IN_MAX_POOL2D_X}, {UD_OUT_MAX_POOL2D_Y, UD_OUT_MAX_POOL2D_INDICES});
     return launch(a, make_call(a, UD_OP_MAX_POOL2D, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
@@ -76,9 +88,39 @@ template <class T> struct MaxPool {
     T* y;
     int64_t* idx;
     Tensor &yt = c.out[UD_OUT_MAX_POOL2D_Y], &it = c.out[UD_OUT_MAX_POOL2D_INDICES];
-    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_X], &x)) return r;
-    if (VESIMresult r = dense_out(k, yt, &y, false)) return r;
-    if (VESIMresult r = dense_out(k, it, &idx, false)) return r;
+    const Layout l = Layout(g.lay);
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_X], &x, l)) return r;
+    if (VESIMresult r = dense_out(k, yt, &y, false, l)) return r;
+    if (VESIMresult r = dense_out(k, it, &idx, false, l)) return r;
+    if (l == kNHWC) {  // the same selection, a vector pass along the channels per tap
+      VESIMresult r = channel_parts(k, g, [&](int64_t n, int64_t c0, int64_t c1) {
+        for (int64_t o = n * g.oh * g.ow; o < (n + 1) * g.oh * g.ow; o++) {
+          const int64_t oh = o / g.ow % g.oh, ow = o % g.ow;
+          T* yr = y + o * g.c;
+          int64_t* ir = idx + o * g.c;
+          std::fill(yr + c0, yr + c1, -std::numeric_limits<T>::infinity());
+          std::fill(ir + c0, ir + c1, int64_t(-1));
+          for (int64_t r = 0; r < g.kh; r++) {
+            const int64_t ih = oh * g.sh - g.ph + r * g.dh;
+            for (int64_t s = 0; s < g.kw && ih >= 0 && ih < g.h; s++) {
+              const int64_t iw = ow * g.sw - g.pw + s * g.dw, at = ih * g.w + iw;
+              if (iw < 0 || iw >= g.w) continue;
+              const T* xr = x + (n * g.h * g.w + at) * g.c;
+#pragma omp simd
+              for (int64_t ch = c0; ch < c1; ch++) {
+                const T v = xr[ch];
+                const bool take = (ir[ch] < 0) | (v > yr[ch]) | (v != v);
+                yr[ch] = take ? v : yr[ch];
+                ir[ch] = take ? at : ir[ch];
+              }
+            }
+          }
+          for (int64_t ch = c0; ch < c1; ch++) ir[ch] = std::max<int64_t>(ir[ch], 0);
+        }
+      });
+      if (r || (r = store(k, yt, y, l))) return r;
+      return store(k, it, idx, l);
+    }
     // Each tap (in window order) is a vector pass over the output columns where it is in bounds;
     // the winning tap per column is an integer as wide as T, so that the pass vectorizes.
     using Tap = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
@@ -132,6 +174,8 @@ template <class T> struct MaxPoolBackward {
         !pooled_shape(ck, idx, "indices", x, g.oh, g.ow) ||
         !ck.same_shape(ck.out(UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X), "grad_x", x, "x"))
       return ck.take();
+    g.lay = choose_layout(a, {UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y, UD_IN_MAX_POOL2D_BACKWARD_INDICES},
+                          {UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X});
     return launch(a, make_call(a, UD_OP_MAX_POOL2D_BACKWARD, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
@@ -140,20 +184,24 @@ template <class T> struct MaxPoolBackward {
     const int64_t* idx;
     T* gx;
     Tensor& gxt = c.out[UD_OUT_MAX_POOL2D_BACKWARD_GRAD_X];
-    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y], &gy)) return r;
-    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_INDICES], &idx)) return r;
-    if (VESIMresult r = dense_out(k, gxt, &gx, true)) return r;
+    const Layout l = Layout(g.lay);
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_GRAD_Y], &gy, l)) return r;
+    if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_BACKWARD_INDICES], &idx, l)) return r;
+    if (VESIMresult r = dense_out(k, gxt, &gx, true, l)) return r;
     const int64_t plane = g.h * g.w, n = g.oh * g.ow;
     for (int64_t i = 0; i < g.planes * n; i++)  // validated on the device, before any write
       if (idx[i] < 0 || idx[i] >= plane)
         return vesimDevFail(k, VESIM_ERROR_INVALID_VALUE, "max_pool2d_backward: indices holds "
                             "%lld, outside the input plane [0, %lld)", (long long)idx[i],
                             (long long)plane);
-    VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
+    VESIMresult r = l == kNHWC ? channel_parts(k, g, [&](int64_t im, int64_t c0, int64_t c1) {
+      for (int64_t o = im * n; o < (im + 1) * n; o++)
+        for (int64_t ch = c0; ch < c1; ch++) gx[(im * plane + idx[o * g.c + ch]) * g.c + ch] += gy[o * g.c + ch];
+    }) : parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; p++)
         for (int64_t i = 0; i < n; i++) gx[p * plane + idx[p * n + i]] += gy[p * n + i];
     });
-    return r ? r : store(k, gxt, gx);
+    return r ? r : store(k, gxt, gx, l);
   }
 };
 
@@ -164,6 +212,35 @@ inline void avg_extent(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, in
   *padded = e - b;
   *start = std::max<int64_t>(b, 0);
   *end = std::min(e, n);
+}
+
+// Channels-last average pooling (kBackward: its gradient), the window of output pixel (oh, ow)
+// from win(oh, ow, &h0, &h1, &w0, &w1), which returns its divisor (0: no input inside it).
+template <bool kBackward, class T, class Win>
+VESIMresult avg_nhwc(VESIMkernel_ctx* k, const PoolGeo& g, const T* in, T* out, Win&& win) {
+  return channel_parts(k, g, [&](int64_t n, int64_t c0, int64_t c1) {
+    std::vector<double> acc(c1 - c0);
+    for (int64_t oh = 0; oh < g.oh; oh++)
+      for (int64_t ow = 0; ow < g.ow; ow++) {
+        int64_t h0, h1, w0, w1;
+        const double div = win(oh, ow, &h0, &h1, &w0, &w1);
+        const int64_t o = ((n * g.oh + oh) * g.ow + ow) * g.c;
+        if (!kBackward) std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t ih = h0; ih < h1 && div != 0; ih++)
+          for (int64_t iw = w0; iw < w1; iw++) {
+            const int64_t at = ((n * g.h + ih) * g.w + iw) * g.c;
+            if (kBackward) {
+#pragma omp simd
+              for (int64_t ch = c0; ch < c1; ch++) out[at + ch] += T(double(in[o + ch]) / div);
+            } else {
+#pragma omp simd
+              for (int64_t ch = c0; ch < c1; ch++) acc[ch - c0] += double(in[at + ch]);
+            }
+          }
+        if (!kBackward)
+          for (int64_t ch = c0; ch < c1; ch++) out[o + ch] = div == 0 ? T(0) : T(acc[ch - c0] / div);
+      }
+  });
 }
 
 // The backward pooling ops take (grad_y, x) and write grad_x; the forward ones take x, write y.
@@ -186,14 +263,26 @@ template <class T, bool kBackward> struct AvgPool {
     if (!ck.signature() || !ck.dtypes(ud_of<T>()) || !pool_geometry(ck, false, x, &g) ||
         !pooled_io(ck, kBackward, x, g.oh, g.ow))
       return ck.take();
+    g.lay = choose_layout(a, {kBackward ? kGradY : kIn}, {kOut});
     return launch(a, make_call(a, op, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* in;
     T* out;
-    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in)) return r;
-    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward)) return r;
+    const Layout l = Layout(g.lay);
+    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in, l)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward, l)) return r;
+    if (l == kNHWC) {
+      VESIMresult r = avg_nhwc<kBackward>(k, g, in, out, [&](int64_t oh, int64_t ow, int64_t* h0, int64_t* h1, int64_t* w0, int64_t* w1) {
+        int64_t hp, wp;
+        avg_extent(oh, g.sh, g.ph, g.kh, g.h, h0, h1, &hp);
+        avg_extent(ow, g.sw, g.pw, g.kw, g.w, w0, w1, &wp);
+        const int64_t inside = std::max<int64_t>(*h1 - *h0, 0) * std::max<int64_t>(*w1 - *w0, 0);
+        return inside == 0 ? 0.0 : g.count_pad ? double(hp * wp) : double(inside);
+      });
+      return r ? r : store(k, c.out[kOut], out, l);
+    }
     VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; p++)
         for (int64_t oh = 0; oh < g.oh; oh++) {
@@ -236,15 +325,26 @@ template <class T, bool kBackward> struct AdaptiveAvgPool {
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: 'x' has empty H or W", ck.op());
     if (!pooled_io(ck, kBackward, x, os[0], os[1])) return ck.take();
     PoolGeo g{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], os[0], os[1]};
+    g.c = x.shape[1];
+    g.lay = choose_layout(a, {kBackward ? kGradY : kIn}, {kOut});
     return launch(a, make_call(a, op, body, pack(g)));
   }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<PoolGeo>(c);
     const T* in;
     T* out;
-    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in)) return r;
-    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward)) return r;
-    if (g.h == 0 || g.w == 0) return store(k, c.out[kOut], out);
+    const Layout l = Layout(g.lay);
+    if (VESIMresult r = dense_in(k, c.in[kBackward ? kGradY : kIn], &in, l)) return r;
+    if (VESIMresult r = dense_out(k, c.out[kOut], &out, kBackward, l)) return r;
+    if (g.h == 0 || g.w == 0) return store(k, c.out[kOut], out, l);
+    if (l == kNHWC) {
+      VESIMresult r = avg_nhwc<kBackward>(k, g, in, out, [&](int64_t oh, int64_t ow, int64_t* h0, int64_t* h1, int64_t* w0, int64_t* w1) {
+        *h0 = oh * g.h / g.oh, *h1 = ((oh + 1) * g.h + g.oh - 1) / g.oh;
+        *w0 = ow * g.w / g.ow, *w1 = ((ow + 1) * g.w + g.ow - 1) / g.ow;
+        return double((*h1 - *h0) * (*w1 - *w0));
+      });
+      return r ? r : store(k, c.out[kOut], out, l);
+    }
     VESIMresult r = parallel(k, g.planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; p++)
         for (int64_t oh = 0; oh < g.oh; oh++) {
@@ -263,7 +363,7 @@ template <class T, bool kBackward> struct AdaptiveAvgPool {
           }
         }
     });
-    return r ? r : store(k, c.out[kOut], out);
+    return r ? r : store(k, c.out[kOut], out, l);
   }
 };
 

@@ -2,6 +2,7 @@
 // dims collapsed, then long inner loops (vector length 256 strips) spread over the cores.
 #pragma once
 
+#include <initializer_list>
 #include <tuple>
 #include <utility>
 
@@ -106,35 +107,65 @@ VESIMresult map_tensors(VESIMkernel_ctx* k, Tensor& out, Types<Ins...>, std::vec
 
 namespace aurora {
 
-inline void set_dense_strides(Tensor& t) {
+// Activation layouts of the layout-sensitive ops (conv, pooling, batch norm). Channels-last is an
+// NCHW-shaped view whose channel dim is innermost: strides (H*W*C, 1, W*C, C) for 4-D, and dims
+// (0, 2, ..., nd-1, 1) in memory order for any rank; 1-D and 2-D views are the same in both.
+enum Layout : int64_t { kNCHW = 0, kNHWC = 1 };
+
+// The dim at memory position i (outermost first) of an nd-dim view in layout l.
+inline int dim_at(int nd, Layout l, int i) {
+  return l == kNCHW || i == 0 || nd < 3 ? i : i == nd - 1 ? 1 : i + 1;
+}
+
+// Whether a view is dense in layout l (dims of extent 1 may have any stride).
+inline bool has_layout(int nd, const int64_t* shape, const int64_t* strides, Layout l) {
+  int64_t expect = 1;
+  for (int i = nd - 1; i >= 0; i--) {
+    const int d = dim_at(nd, l, i);
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+inline bool has_layout(const Tensor& t, Layout l) { return has_layout(t.ndim, t.shape, t.strides, l); }
+
+inline void set_dense_strides(Tensor& t, Layout l = kNCHW) {
   int64_t s = 1;
   for (int i = t.ndim - 1; i >= 0; i--) {
-    t.strides[i] = s;
-    s *= t.shape[i];
+    const int d = dim_at(t.ndim, l, i);
+    t.strides[d] = s;
+    s *= t.shape[d];
   }
 }
 
+// Host half of a layout-sensitive op: the layout it computes in, from its activation tensors
+// (inputs `ins`, outputs `outs`, -1 ends a list early): NCHW when every one is NCHW, else the
+// layout most of them have. Each one in neither layout, or in the other, costs a copy on the
+// device (dense_in/dense_out below), counted in the debug counter "layout_copies".
+Layout choose_layout(const UD_KernelArgs* a, std::initializer_list<int> ins, std::initializer_list<int> outs);
+
 // Tier-2 kernels compute on dense row-major buffers: an input that is already contiguous is
-// used in place, any other view is gathered into kernel scratch first.
+// used in place, any other view is gathered into kernel scratch first. The layout-sensitive ops
+// pass their layout: a view dense in it is used in place.
 template <class T>
-VESIMresult dense_in(VESIMkernel_ctx* k, Tensor& t, const T** out) {
+VESIMresult dense_in(VESIMkernel_ctx* k, Tensor& t, const T** out, Layout l = kNCHW) {
   *out = t.ptr<const T>();
-  if (!t.present() || t.numel() == 0 || t.contiguous()) return VESIM_SUCCESS;
+  if (!t.present() || t.numel() == 0 || has_layout(t, l)) return VESIM_SUCCESS;
   T* buf = static_cast<T*>(vesimDevScratch(k, uint64_t(t.numel()) * sizeof(T)));
   if (!buf) return VESIM_ERROR_OUT_OF_MEMORY;
   Tensor d = t;
   d.data = reinterpret_cast<char*>(buf);
-  set_dense_strides(d);
+  set_dense_strides(d, l);
   Tensor* src[1] = {&t};
   *out = buf;
   return map_views<T, T>(k, d, src, [](T v) { return v; });
 }
 
-// A dense buffer for output t (t itself when contiguous); zeroed when `zero`.
+// A dense buffer for output t in layout l (t itself when it has it); zeroed when `zero`.
 template <class T>
-VESIMresult dense_out(VESIMkernel_ctx* k, Tensor& t, T** out, bool zero) {
+VESIMresult dense_out(VESIMkernel_ctx* k, Tensor& t, T** out, bool zero, Layout l = kNCHW) {
   *out = t.ptr<T>();
-  if (t.numel() != 0 && !t.contiguous()) {
+  if (t.numel() != 0 && !has_layout(t, l)) {
     *out = static_cast<T*>(vesimDevScratch(k, uint64_t(t.numel()) * sizeof(T)));
     if (!*out) return VESIM_ERROR_OUT_OF_MEMORY;
   }
@@ -144,11 +175,11 @@ VESIMresult dense_out(VESIMkernel_ctx* k, Tensor& t, T** out, bool zero) {
 
 // Writes a dense buffer from dense_out back through t's strides (no-op when it is t itself).
 template <class T>
-VESIMresult store(VESIMkernel_ctx* k, Tensor& t, const T* buf) {
+VESIMresult store(VESIMkernel_ctx* k, Tensor& t, const T* buf, Layout l = kNCHW) {
   if (t.numel() == 0 || reinterpret_cast<const char*>(buf) == t.data) return VESIM_SUCCESS;
   Tensor d = t;
   d.data = const_cast<char*>(reinterpret_cast<const char*>(buf));
-  set_dense_strides(d);
+  set_dense_strides(d, l);
   Tensor* src[1] = {&d};
   return map_views<T, T>(k, t, src, [](T v) { return v; });
 }

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "unidev_plugin"]
+__all__ = ["library_path", "unidev_debug_counters", "unidev_plugin"]
+
+_COUNTERS = ("layout_copies",)
 
 __version__ = "0.1.0"
 
@@ -30,3 +33,12 @@ def unidev_plugin() -> PluginSpec:
                     "VESIM_LATENCY=veda)",
         conformance=Conformance(tier=2),
     )
+
+
+@hookimpl
+def unidev_debug_counters() -> dict[str, int]:
+    """The native library's counters (src/layout.cpp): layout_copies, counted as calls are made."""
+    lib = ctypes.CDLL(library_path())  # the process's already loaded copy, when there is one
+    value = lib.ud_aurora_debug_counter
+    value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_char_p]
+    return {name: int(value(name.encode())) for name in _COUNTERS}
