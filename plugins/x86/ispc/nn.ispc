@@ -419,3 +419,167 @@ UD_FLOATS(UD_POOL, _)
   }
 
 UD_FLOATS(UD_BN, _)
+
+// Channels-last pooling (dense NHWC, or any h / w strides with unit channel stride): one image's
+// block of nc channels per call, element (h, w, c) at h xs[0] + w xs[1] + c; the channels run in
+// the lanes, so every tap is one unit-stride vector and no window needs a gather.
+#define UD_POOL_CL(sfx, T, _)                                                              \
+  export void ud_max_pool_cl_##sfx(Geom geom, uniform int64 nc, const void *uniform x_,        \
+                                   void *uniform y_, uniform int64 *uniform idx) {         \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
+    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
+    uniform T *uniform y = (uniform T * uniform) y_;                                       \
+    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+      for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        uniform T *uniform yo = y + oh * g->ys[0] + ow * g->ys[1];                         \
+        uniform int64 *uniform io = idx + oh * g->is[0] + ow * g->is[1];                   \
+        foreach (c = 0 ... nc) {                                                           \
+          T best = 0;                                                                      \
+          int64 at = -1;                                                                   \
+          for (uniform int64 r = 0; r < g->kh; r++) {                                      \
+            const uniform int64 h = oh * g->sh - g->ph + r * g->dh;                        \
+            if (h < 0 || h >= g->h) continue;                                              \
+            for (uniform int64 s = 0; s < g->kw; s++) {                                    \
+              const uniform int64 w = ow * g->sw - g->pw + s * g->dw;                      \
+              if (w < 0 || w >= g->w) continue;                                            \
+              const T v = x[h * g->xs[0] + w * g->xs[1] + c];                              \
+              const bool take = at < 0 || v > best || v != v;                              \
+              best = take ? v : best;                                                      \
+              at = take ? h * g->w + w : at;                                               \
+            }                                                                              \
+          }                                                                                \
+          yo[c] = best;                                                                    \
+          io[c] = at;                                                                      \
+        }                                                                                  \
+      }                                                                                    \
+  }                                                                                        \
+  /* gx = 0 over the block, then gx[idx] += gy; false (*bad = an index) outside the plane */ \
+  export uniform int32 ud_max_pool_backward_cl_##sfx(Geom geom, uniform int64 nc,             \
+                                                    void *uniform gx_, const void *uniform gy_, \
+                                                    const uniform int64 *uniform idx,      \
+                                                    uniform int64 *uniform bad) {          \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
+    uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
+    const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
+    const uniform int64 cells = g->h * g->w;                                               \
+    uniform bool ok = true;                                                                \
+    for (uniform int64 h = 0; h < g->h; h++)                                               \
+      for (uniform int64 w = 0; w < g->w; w++) {                                           \
+        uniform T *uniform o = gx + h * g->xs[0] + w * g->xs[1];                           \
+        foreach (c = 0 ... nc) o[c] = 0;                                                   \
+      }                                                                                    \
+    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+      for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        const uniform T *uniform go = gy + oh * g->ys[0] + ow * g->ys[1];                  \
+        const uniform int64 *uniform io = idx + oh * g->is[0] + ow * g->is[1];             \
+        foreach (c = 0 ... nc) {                                                           \
+          const int64 i = io[c];                                                           \
+          const bool out = i < 0 || i >= cells;                                            \
+          if (any(out)) {                                                                  \
+            ok = false;                                                                    \
+            *bad = reduce_min(out ? i : cells);                                            \
+            if (*bad == cells) *bad = reduce_max(out ? i : -1);                            \
+          }                                                                                \
+          if (!out) gx[(i / g->w) * g->xs[0] + (i % g->w) * g->xs[1] + c] += go[c];        \
+        }                                                                                  \
+      }                                                                                    \
+    return ok ? 1 : 0;                                                                     \
+  }                                                                                        \
+  export void ud_avg_pool_cl_##sfx(Geom geom, uniform int64 nc, const void *uniform x_,        \
+                                   void *uniform y_) {                                     \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
+    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
+    uniform T *uniform y = (uniform T * uniform) y_;                                       \
+    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+      for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        uniform int64 h0, h1, w0, w1;                                                      \
+        uniform double div;                                                                \
+        ud_window(g, oh, ow, h0, h1, w0, w1, div);                                         \
+        uniform T *uniform yo = y + oh * g->ys[0] + ow * g->ys[1];                         \
+        foreach (c = 0 ... nc) {                                                           \
+          double sum = 0;                                                                  \
+          for (uniform int64 h = h0; h < h1; h++)                                          \
+            for (uniform int64 w = w0; w < w1; w++) sum += x[h * g->xs[0] + w * g->xs[1] + c]; \
+          yo[c] = div > 0 ? (T)(sum / div) : 0;                                            \
+        }                                                                                  \
+      }                                                                                    \
+  }                                                                                        \
+  export void ud_avg_pool_backward_cl_##sfx(Geom geom, uniform int64 nc, void *uniform gx_,    \
+                                            const void *uniform gy_) {                     \
+    uniform struct UD_Pool2d geo = *geom;                                                 \
+    Geom g = &geo;                                                                        \
+    uniform T *uniform gx = (uniform T * uniform) gx_;                                     \
+    const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
+    for (uniform int64 h = 0; h < g->h; h++)                                               \
+      for (uniform int64 w = 0; w < g->w; w++) {                                           \
+        uniform T *uniform o = gx + h * g->xs[0] + w * g->xs[1];                           \
+        foreach (c = 0 ... nc) o[c] = 0;                                                   \
+      }                                                                                    \
+    for (uniform int64 oh = 0; oh < g->oh; oh++)                                           \
+      for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        uniform int64 h0, h1, w0, w1;                                                      \
+        uniform double div;                                                                \
+        ud_window(g, oh, ow, h0, h1, w0, w1, div);                                         \
+        if (div <= 0) continue;                                                            \
+        const uniform T *uniform go = gy + oh * g->ys[0] + ow * g->ys[1];                  \
+        foreach (c = 0 ... nc) {                                                           \
+          const T v = (T)(go[c] / div);                                                    \
+          for (uniform int64 h = h0; h < h1; h++)                                          \
+            for (uniform int64 w = w0; w < w1; w++) gx[h * g->xs[0] + w * g->xs[1] + c] += v; \
+        }                                                                                  \
+      }                                                                                    \
+  }
+UD_FLOATS(UD_POOL_CL, _)
+
+// Channels-last batch norm: a block of rows of a [rows, nc] view (row stride r*, unit channel
+// stride), the channels in the lanes; one value per channel in the arrays. Sums go straight to
+// double (the C side adds the blocks' sums in a fixed order).
+// g NULL: s1 += x - shift, s2 += (x - shift)^2 (x - shift in T: exact near the mean);
+// else:   s1 += g, s2 += g (x - shift) (shift: the saved mean).
+#define UD_BN_CL(sfx, T, _)                                                                \
+  export void ud_bn_cl_sums_##sfx(uniform int64 rows, uniform int64 nc, const void *uniform x_, \
+                                  uniform int64 rx, const void *uniform g_, uniform int64 rg, \
+                                  const uniform double shift[], uniform double s1[],       \
+                                  uniform double s2[]) {                                   \
+    const uniform T *uniform x = (const uniform T *uniform)x_;                             \
+    const uniform T *uniform g = (const uniform T *uniform)g_;                             \
+    for (uniform int64 r = 0; r < rows; r++) {                                             \
+      const uniform T *uniform xr = x + r * rx;                                            \
+      if (g == NULL) {                                                                     \
+        foreach (c = 0 ... nc) {                                                           \
+          const double d = (double)(xr[c] - (T)shift[c]);                                  \
+          s1[c] += d;                                                                      \
+          s2[c] += d * d;                                                                  \
+        }                                                                                  \
+      } else {                                                                             \
+        const uniform T *uniform gr = g + r * rg;                                          \
+        foreach (c = 0 ... nc) {                                                           \
+          const double gi = (double)gr[c];                                                 \
+          s1[c] += gi;                                                                     \
+          s2[c] += gi * (double)(xr[c] - (T)shift[c]);                                     \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+  /* o = p (u - m) + q v + k per channel; o = p (u - m) + k when v is NULL */              \
+  export void ud_bn_cl_affine_##sfx(uniform int64 rows, uniform int64 nc, void *uniform o_,  \
+                                    uniform int64 ro, const void *uniform u_, uniform int64 ru, \
+                                    const void *uniform v_, uniform int64 rv,              \
+                                    const uniform double p[], const uniform double m[],    \
+                                    const uniform double q[], const uniform double k[]) {  \
+    for (uniform int64 r = 0; r < rows; r++) {                                             \
+      uniform T *uniform o = (uniform T * uniform) o_ + r * ro;                            \
+      const uniform T *uniform u = (const uniform T *uniform)u_ + r * ru;                  \
+      if (v_ == NULL) {                                                                    \
+        foreach (c = 0 ... nc) o[c] = (T)p[c] * (u[c] - (T)m[c]) + (T)k[c];                \
+      } else {                                                                             \
+        const uniform T *uniform v = (const uniform T *uniform)v_ + r * rv;                \
+        foreach (c = 0 ... nc)                                                             \
+          o[c] = (T)p[c] * (u[c] - (T)m[c]) + (T)q[c] * v[c] + (T)k[c];                    \
+      }                                                                                    \
+    }                                                                                      \
+  }
+UD_FLOATS(UD_BN_CL, _)

@@ -1,7 +1,9 @@
 /* nn.c — batch norm (forward, backward), nll loss and mse loss (forward, backward).
  * Batch norm works channel by channel: the other dimensions of each channel are collapsed into
  * 2-d blocks that ISPC reduces (a corrected two-pass mean and variance, gradient sums; in the
- * dtype over short blocks, in double across them) and rewrites (one affine map). */
+ * dtype over short blocks, in double across them) and rewrites (one affine map). Channels-last
+ * tensors (every view's channels at unit stride, the rest collapsing to rows) run row blocks
+ * with the channels in the lanes instead: the same passes, no gathers, no layout copy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +140,122 @@ static void bn_task(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
+/* ---- channels-last batch norm: [rows, C] views of row stride str[v][0] ---- */
+typedef struct {
+  const Bn* B;
+  int64_t rows, per; /* rows per block (a fixed split: sums add in the same order every run) */
+  const double *shift, *p, *m, *q, *k;
+  double* part; /* per block: s1[C], s2[C] */
+  int affine, uv; /* affine pass: u = view uv, v = view 1 (backward in training) or none */
+} BnRows;
+
+static const char* bn_row(const Bn* B, int v, int64_t r) {
+  const UD_Tensor* t = B->view[v];
+  return (const char*)ud_x86_ptr(t) + r * B->str[v][0] * (t->dtype.bits / 8);
+}
+
+static void bn_rows_task(void* ctx, int64_t begin, int64_t end) {
+  const BnRows* R = ctx;
+  const Bn* B = R->B;
+  const int64_t c = B->view[0]->shape[1];
+  for (int64_t i = begin; i < end; i++) {
+    const int64_t r0 = i * R->per, n = R->rows - r0 < R->per ? R->rows - r0 : R->per;
+    if (R->affine) {
+      const int tv = R->uv == 2;
+      (B->f32 ? ud_bn_cl_affine_f32 : ud_bn_cl_affine_f64)(
+          n, c, (void*)bn_row(B, 0, r0), B->str[0][0], bn_row(B, R->uv, r0), B->str[R->uv][0],
+          tv ? bn_row(B, 1, r0) : NULL, B->str[1][0], R->p, R->m, R->q, R->k);
+    } else {
+      double* s = R->part + 2 * c * i;
+      const int bw = B->backward, xv = bw ? 2 : 1;
+      (B->f32 ? ud_bn_cl_sums_f32 : ud_bn_cl_sums_f64)(
+          n, c, bn_row(B, xv, r0), B->str[xv][0], bw ? bn_row(B, 1, r0) : NULL, B->str[1][0],
+          R->shift, s, s + c);
+    }
+  }
+}
+
+/* sums[0..C) and sums[C..2C): the blocks' sums (about shift, or the gradient sums) added up. */
+static void bn_rows_sums(BnRows* R, int64_t blocks, const double* shift, double* sums) {
+  const int64_t c = R->B->view[0]->shape[1];
+  memset(R->part, 0, sizeof(double) * (size_t)(2 * c * blocks));
+  R->shift = shift;
+  R->affine = 0;
+  ud_x86_parallel(blocks, 1, bn_rows_task, R);
+  memset(sums, 0, sizeof(double) * (size_t)(2 * c));
+  for (int64_t i = 0; i < blocks; i++)
+    for (int64_t j = 0; j < 2 * c; j++) sums[j] += R->part[2 * c * i + j];
+}
+
+static UD_Error* bn_channels_last(const Bn* B) {
+  const int64_t c = B->view[0]->shape[1], rows = B->shape[0];
+  BnRows R = {.B = B, .rows = rows, .per = (rows + 63) / 64};
+  if (R.per * c < 8192) R.per = 8192 / c + 1; /* blocks worth a task */
+  const int64_t blocks = rows ? (rows + R.per - 1) / R.per : 0;
+  double* buf = calloc((size_t)(c * (8 + 2 * blocks) + 1), sizeof(double));
+  if (!buf) return ud_kit_host_oom_error();
+  double *sums = buf, *shift = buf + 2 * c, *p = shift + c, *m = p + c, *q = m + c, *k = q + c;
+  R.part = k + c;
+  for (int64_t j = 0; j < c; j++) {
+    const double w = B->weight->ndim >= 0 ? get_f(B->weight, j) : 1.0;
+    if (!B->backward && !B->training) {
+      m[j] = get_f(B->mean, j);
+      q[j] = 1.0 / sqrt(get_f(B->var, j) + B->eps); /* invstd */
+    } else if (B->backward) {
+      m[j] = get_f(B->mean, j);
+      q[j] = get_f(B->var, j);
+    }
+    p[j] = w;
+  }
+  if (!B->backward && B->training) { /* the corrected two-pass of bn_task, per channel */
+    bn_rows_sums(&R, blocks, shift, sums); /* shift = 0 */
+    for (int64_t j = 0; j < c; j++) {
+      double s = sums[j] / (double)B->count;
+      if (!isfinite(s)) s = 0;
+      shift[j] = B->f32 ? (double)(float)s : s;
+    }
+    bn_rows_sums(&R, blocks, shift, sums);
+    for (int64_t j = 0; j < c; j++) {
+      const double d = sums[j] / (double)B->count;
+      const double v = sums[c + j] / (double)B->count - d * d, var = v < 0 ? 0 : v;
+      m[j] = shift[j] + d;
+      q[j] = 1.0 / sqrt(var + B->eps);
+      if (B->mean->ndim >= 0) {
+        const double mo = B->momentum, unbiased = var * (double)B->count / (double)(B->count - 1);
+        set_f(B->mean, j, (1 - mo) * get_f(B->mean, j) + mo * m[j]);
+        set_f(B->var, j, (1 - mo) * get_f(B->var, j) + mo * unbiased);
+      }
+    }
+  } else if (B->backward) {
+    for (int64_t j = 0; j < c; j++) shift[j] = B->f32 ? (double)(float)m[j] : m[j];
+    bn_rows_sums(&R, blocks, shift, sums);
+  }
+  /* per channel, as bn_task: forward y = a (x - mean) + bias; backward grad_x = a grad_y
+   * + b (x - mean) + kk (training) or a grad_y */
+  const int train_bw = B->backward && B->training;
+  for (int64_t j = 0; j < c; j++) {
+    const double a = q[j] * p[j], mean = m[j];
+    if (!B->backward) {
+      set_f(B->out1, j, mean);
+      set_f(B->out2, j, q[j]);
+      k[j] = B->bias->ndim >= 0 ? get_f(B->bias, j) : 0.0;
+      p[j] = a;
+    } else {
+      const double invstd = q[j], s1 = sums[j], s2 = sums[c + j];
+      set_f(B->out1, j, s2 * invstd);
+      set_f(B->out2, j, s1);
+      p[j] = train_bw ? -a * invstd * s2 * invstd / (double)B->count : a;
+      k[j] = train_bw ? -a * s1 / (double)B->count : 0.0;
+      m[j] = train_bw ? mean : 0.0;
+    }
+    q[j] = a;
+  }
+  R.p = p, R.m = m, R.q = q, R.k = k, R.affine = 1, R.uv = train_bw ? 2 : 1;
+  ud_x86_parallel(blocks, 1, bn_rows_task, &R);
+  free(buf);
+  return NULL;
+}
+
 /* A [C] tensor, or an absent one (ud_kit_check_signature let only optional inputs be absent). */
 static UD_Error* check_channel(const char* op, const char* arg, const UD_Tensor* t, int64_t c,
                                UD_DType dt) {
@@ -199,6 +317,9 @@ static UD_Error* bn_kernel(int id, const UD_KernelArgs* a, int backward) {
   }
   if (B.count == 0) B.count = 1; /* an empty batch: the channels still write their statistics */
   B.nd = ud_x86_collapse_views(B.nv, B.view, 1u << 1, B.shape, B.str); /* all but the channels */
+  int cl = c > 1 && B.nd == 1;
+  for (int v = 0; v < B.nv; v++) cl = cl && B.view[v]->strides[1] == 1 && B.str[v][0] >= c;
+  if (cl) return bn_channels_last(&B);
   /* channels of ~8K elements and more go to the pool one by one: each runs three passes */
   ud_x86_parallel(c, UD_GRAIN / 4 / (B.count + 1) + 1, bn_task, &B);
   return NULL;

@@ -1,6 +1,8 @@
 /* pool2d.c — max, average and adaptive-average 2-d pooling and their backwards: geometry checks
  * (torch's output-size and padding rules) here, one ISPC call per [H, W] plane, planes split
- * over the pool. */
+ * over the pool. Channels-last tensors (x channels-last, every tensor of unit channel stride)
+ * run one ISPC call per image and block of channels instead, channels in the lanes. Any other
+ * strides are read and written in place (no layout copy). */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -15,6 +17,8 @@ typedef struct {
   int kind, backward, dt;
   Geom g;
   int64_t c;                          /* channels: plane p is (p / c, p % c) */
+  int cl;                             /* channels-last: task p is image p / nb, block p % nb */
+  int64_t nb, cbs;                    /* channel blocks per image, channels per block */
   const UD_Tensor *x, *y, *idx;       /* x or grad_x, y or grad_y, indices */
   atomic_int any_bad;                 /* an out-of-plane index was seen: then `bad` holds one */
   atomic_llong bad;
@@ -23,6 +27,36 @@ typedef struct {
 static char* plane(const UD_Tensor* t, int64_t p, int64_t c) {
   return (char*)ud_x86_ptr(t) +
          ((p / c) * t->strides[0] + (p % c) * t->strides[1]) * ud_kit_itemsize(t->dtype);
+}
+
+/* Image n's channels [c0, c0 + nc) of tensor t. */
+static char* block(const UD_Tensor* t, int64_t n, int64_t c0) {
+  return (char*)ud_x86_ptr(t) + (n * t->strides[0] + c0) * ud_kit_itemsize(t->dtype);
+}
+
+static void blocks_task(void* ctx, int64_t begin, int64_t end) {
+  Planes* P = ctx;
+  const int f32 = P->dt == UD_DT_FLOAT32;
+  for (int64_t p = begin; p < end; p++) {
+    const int64_t n = p / P->nb, c0 = p % P->nb * P->cbs;
+    const int64_t nc = P->c - c0 < P->cbs ? P->c - c0 : P->cbs;
+    char *x = block(P->x, n, c0), *y = block(P->y, n, c0);
+    int64_t* idx = P->idx ? (int64_t*)block(P->idx, n, c0) : NULL;
+    if (P->kind == P_MAX && !P->backward) {
+      (f32 ? ud_max_pool_cl_f32 : ud_max_pool_cl_f64)(&P->g, nc, x, y, idx);
+    } else if (P->kind == P_MAX) {
+      int64_t bad = 0;
+      int none = 0;
+      if (!(f32 ? ud_max_pool_backward_cl_f32 : ud_max_pool_backward_cl_f64)(&P->g, nc, x, y, idx,
+                                                                            &bad) &&
+          atomic_compare_exchange_strong(&P->any_bad, &none, 1))
+        atomic_store(&P->bad, (long long)bad);
+    } else if (P->backward) {
+      (f32 ? ud_avg_pool_backward_cl_f32 : ud_avg_pool_backward_cl_f64)(&P->g, nc, x, y);
+    } else {
+      (f32 ? ud_avg_pool_cl_f32 : ud_avg_pool_cl_f64)(&P->g, nc, x, y);
+    }
+  }
 }
 
 static void planes_task(void* ctx, int64_t begin, int64_t end) {
@@ -130,7 +164,17 @@ static UD_Error* pool_kernel(int id, int kind, int backward, const UD_KernelArgs
   const int64_t planes = x->shape[0] * x->shape[1];
   const int64_t work = (g->h * g->w + g->oh * g->ow) * (g->adaptive ? 1 : g->kh * g->kw);
   if (planes == 0 || (backward ? g->h * g->w : g->oh * g->ow) == 0) return NULL;
-  ud_x86_parallel(planes, (1 << 15) / (work + 1) + 1, planes_task, &P);
+  P.cl = P.c > 1 && ud_x86_layout4(x) == UD_X86_NHWC && P.x->strides[1] == 1 &&
+         P.y->strides[1] == 1 && (!P.idx || P.idx->strides[1] == 1);
+  if (P.cl) { /* blocks of >= 16 channels, about four per core (whole images when N allows) */
+    P.nb = 1;
+    while (x->shape[0] * P.nb < 4 * ud_x86_threads() && P.c / (2 * P.nb) >= 16) P.nb *= 2;
+    P.cbs = (P.c + P.nb - 1) / P.nb;
+    P.nb = (P.c + P.cbs - 1) / P.cbs;
+    ud_x86_parallel(x->shape[0] * P.nb, (1 << 15) / (work * P.cbs + 1) + 1, blocks_task, &P);
+  } else {
+    ud_x86_parallel(planes, (1 << 15) / (work + 1) + 1, planes_task, &P);
+  }
   const long long bad = atomic_load(&P.bad);
   UD_KIT_REQUIRE(!atomic_load(&P.any_bad), UD_ERR_INVALID_ARGUMENT,
                  "%s: 'indices' holds %lld, outside the input plane [0, %lld)", op, bad,
