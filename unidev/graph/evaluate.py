@@ -34,6 +34,10 @@ def run_node(n: Node, ins: list) -> list[np.ndarray]:
     out = None
     if not n.inputs:  # fill, zero, arange: shape and dtype from the output
         out = [np.empty(tuple(o.shape), _dtypes.to_numpy(o.dtype)) for o in n.outputs]
+    specs = n.schema.inputs
+    if specs and not specs[0].variadic:  # constants the op only reads (inference batch_norm)
+        ins = [np.array(a) if a is not None and s.mutated and not a.flags.writeable else a
+               for a, s in zip(ins, specs, strict=False)]
     try:
         res = list(reference.run(n.op, ins, n.attrs, out=out))
     except InvalidArgumentError as e:

@@ -360,6 +360,8 @@ class Graph:
 
     def _mutations(self, node: Node, specs, names) -> None:
         """A mutated input gets a new version (an extra output sharing its storage)."""
+        if node.op == "batch_norm" and not node.attrs["training"]:
+            return  # inference reads the running stats only
         for name, spec, v in zip(names, specs, node.inputs, strict=True):
             if v is None or not spec.mutated:
                 continue

@@ -37,6 +37,10 @@ def _identity(g: Graph, n: Node) -> Value | None:
         return a
     if n.op == "neg" and a.kind == "node" and a.producer.op == "neg":
         return a.producer.inputs[0]
+    if n.op in ("relu", "abs") and a.kind == "node" and a.producer.op == n.op:
+        return a  # idempotent
+    if n.op == "relu" and a.kind == "node" and a.producer.attrs.get("activation") == "relu":
+        return a
     return None
 
 

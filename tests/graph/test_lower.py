@@ -1,0 +1,127 @@
+"""Lowering to a Plan: steps, views as strides, unfusing, memory plan; run by a numpy stepper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graphcheck import inputs_for
+
+import unidev
+from unidev.contract import opset
+from unidev.core import reference
+from unidev.graph import Graph, evaluate, lower, optimize
+from unidev.graph.plan import Plan
+
+
+def _run(plan: Plan, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """Execute a plan over flat numpy buffers, as the native runtime does with device memory."""
+    mem = []
+    for b in plan.buffers:
+        if b.kind == "input":
+            mem.append(xs[b.slot].reshape(-1).view(np.uint8))
+        elif b.kind == "const":
+            mem.append(np.ascontiguousarray(plan.consts[b.slot]).reshape(-1).view(np.uint8))
+        elif b.kind == "output":
+            mem.append(np.zeros(b.nbytes, np.uint8))
+        else:
+            mem.append(None)
+    arena = np.full(plan.arena_bytes + 64, 0xFF, np.uint8)  # garbage: nothing may read it
+    for b in plan.buffers:
+        if b.kind == "temp":
+            mem[b.index] = arena[b.offset:b.offset + b.nbytes]
+
+    def view(r):
+        if r is None:
+            return None
+        dt = np.dtype(r.dtype)
+        base = mem[r.buffer].view(dt)
+        return np.lib.stride_tricks.as_strided(
+            base[r.offset:], r.shape, tuple(s * dt.itemsize for s in r.strides))
+    for s in plan.steps:
+        ins = [view(r) for r in s.inputs]
+        outs = [view(r) for r in s.outputs]
+        attrs = {n: v for n, _, v in s.attrs}
+        if s.op == "copy":
+            outs[0][...] = ins[0]
+            continue
+        ins = [np.array(a) if a is not None and a.strides.count(0) else a for a in ins]
+        if any(i.mutated for i in opset.get(s.op).inputs):
+            reference.run(s.op, ins, attrs)
+            continue
+        for o, r in zip(outs, reference.run(s.op, ins, attrs), strict=True):
+            o[...] = r
+    return [view(r).copy() for r in plan.outputs]
+
+def _mlp() -> Graph:
+    g = Graph()
+    x = g.input(("N", 6))
+    w1 = g.const(np.random.default_rng(1).standard_normal((8, 6)).astype("f4"))
+    h = g.call("relu", g.call("gemm", x, w1.T, g.const(np.ones(8, "f4"))))
+    h = g.call("mul", g.call("tanh", h), g.call("sigmoid", h))
+    g.output(g.call("sum", g.call("square", h), axes=(1,)), h.reshape("N", 2, 4))
+    return g
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_plan_matches_reference(fused):
+    g = _mlp()
+    optimize(g)
+    xs = inputs_for(g.specialize(N=3))
+    ref = evaluate(g, xs)
+    plan = lower(g, (lambda op, dt: True) if fused else (lambda op, dt: opset.get(op).tier < 4),
+                 bind={"N": 3})
+    ops = [s.op for s in plan.steps]
+    if fused:
+        assert "gemm_bias_act" in ops and "elementwise_program" in ops
+    else:
+        assert not {"gemm_bias_act", "elementwise_program"} & set(ops)
+        assert plan.meta["unfused"]
+    for a, b in zip(_run(plan, xs), ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert plan.key == g.key()
+    for k, r in enumerate(plan.inputs):
+        assert plan.buffers[r.buffer].slot == k
+    for r in plan.inputs + plan.outputs:
+        b = plan.buffers[r.buffer]
+        assert b.kind in ("input", "output") and r.offset == 0
+
+def test_views_in_place_and_arena():
+    g = Graph()
+    x, p, grad = g.input((4, 6)), g.input((6,)), g.input((6,))
+    t = x.T  # a view: a transposed TensorRef, no step
+    a = g.call("exp", g.call("neg", t))  # neg's temp dies at exp: exp writes over it
+    b = g.call("matmul", a, x)
+    c = a.reshape(24)  # reshape of a contiguous temp: a view
+    d = b.reshape(36)
+    g.call("sgd_update", p, grad, lr=0.5)
+    g.output(d, c, g.version(p))
+    xs = inputs_for(g)
+    ref = evaluate(g, [v.copy() for v in xs])
+    plan = lower(g, lambda op, dt: True)
+    assert [s.op for s in plan.steps].count("copy") == 3  # outputs that are views / state
+    assert plan.meta["inplace"] == 1
+    neg = next(s for s in plan.steps if s.op == "neg")
+    assert neg.inputs[0].strides == (1, 6)
+    for got, want in zip(_run(plan, xs), ref, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(xs[1], ref[2])  # the state input was updated in place
+    assert plan.arena_bytes >= plan.meta["peak_bytes"] > 0
+
+def test_chain_arena_reuses_memory():
+    g = Graph()
+    x = g.input((256,))
+    v = x
+    for k in range(6):  # alternate ops that cannot run in place (matmul-free: use sum/expand)
+        v = g.call("expand", g.call("sum", g.call("exp", v), axes=(0,), keepdims=True),
+                   shape=(256,)) if k % 2 else g.call("sin", g.call("cos", v))
+    g.output(v)
+    plan = lower(g, lambda op, dt: True)
+    assert plan.arena_bytes < plan.meta["unplanned_bytes"]
+    np.testing.assert_allclose(_run(plan, inputs_for(g))[0], evaluate(g, inputs_for(g))[0],
+                               rtol=1e-5)
+
+def test_errors():
+    g = _mlp()
+    with pytest.raises(unidev.InvalidArgumentError, match="symbolic dimensions"):
+        lower(g, lambda op, dt: True)
+    with pytest.raises(unidev.UnsupportedError, match=r"node '.*' \(gemm\): the device has no"):
+        lower(g, lambda op, dt: op != "gemm", bind={"N": 2})
