@@ -44,9 +44,10 @@ bool pointwise(const Geo& g) {  // y's pixels are x's: the GEMM reads x as it is
 }
 
 // Lowered rows of output pixels [m0, m1) and group gi: col[m - m0][(r, s, c)] = x[n, ih, iw,
-// gi * cg + c], 0 in the padding. kScatter: the reverse, x[...] += col[...] (grad of x).
+// gi * cg + c], 0 in the padding. kScatter: the reverse, x[...] += col[...] (grad of x), for
+// input rows [h0, h1) only.
 template <bool kScatter, class T, class X, class Col>
-void lower(const Geo& g, X* x, int64_t gi, int64_t m0, int64_t m1, Col* col) {
+void lower(const Geo& g, X* x, int64_t gi, int64_t m0, int64_t m1, Col* col, int64_t h0 = 0, int64_t h1 = 0) {
   for (int64_t m = m0; m < m1; m++) {
     const int64_t n = m / g.plane(), oh = m / g.ow % g.oh, ow = m % g.ow;
     Col* o = col + (m - m0) * g.rows();
@@ -54,7 +55,7 @@ void lower(const Geo& g, X* x, int64_t gi, int64_t m0, int64_t m1, Col* col) {
       const int64_t ih = oh * g.sh - g.ph + r * g.dh;
       for (int64_t s = 0; s < g.s; s++, o += g.cg) {
         const int64_t iw = ow * g.sw - g.pw + s * g.dw;
-        if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) {
+        if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w || (kScatter && (ih < h0 || ih >= h1))) {
           if constexpr (!kScatter) std::fill_n(o, g.cg, T(0));
           continue;
         }
@@ -178,20 +179,25 @@ VESIMresult nhwc_grad_x(VESIMkernel_ctx* k, const Geo& g, const T* gy, const Ten
         }
       }
     });
-  // col = grad_y's rows @ wd_g^T, scattered onto the taps' input pixels; a part is a whole
-  // (image, group), so that no two cores scatter onto the same values
+  // col = grad_y's rows @ wd_g^T, scattered onto the taps' input pixels. A part is a band of
+  // input rows of one (image, group): no two cores scatter onto the same values; the output rows
+  // whose taps reach two bands are multiplied for both (fewer pairs than cores only).
+  const int64_t cores = vesimDevCores(k), pairs = g.n * g.g;
+  const int64_t bands = std::min(g.h, std::max<int64_t>(1, (cores + pairs - 1) / std::max<int64_t>(pairs, 1)));
   const int64_t bm = std::min(plane, std::max<int64_t>(16, kRowBlock / std::max<int64_t>(rows, 1)));
-  T* buf = scratch<T>(k, vesimDevCores(k) * bm * rows);
+  T* buf = scratch<T>(k, cores * bm * rows);
   if (!buf) return VESIM_ERROR_OUT_OF_MEMORY;
-  return parallel_chunks(k, g.n * g.g, 1, [&](int64_t b, int64_t e, int chunk) {
+  return parallel_chunks(k, pairs * bands, 1, [&](int64_t b, int64_t e, int chunk) {
     T* col = buf + chunk * bm * rows;
     for (int64_t i = b; i < e; i++) {
-      const int64_t n = i / g.g, gi = i % g.g;
-      for (int64_t m0 = n * plane; m0 < (n + 1) * plane; m0 += bm) {
-        const int64_t m1 = std::min((n + 1) * plane, m0 + bm);
+      const int64_t n = i / bands / g.g, gi = i / bands % g.g, h0 = i % bands * g.h / bands,
+                    h1 = (i % bands + 1) * g.h / bands, t = h0 + g.ph - g.dh * (g.r - 1);
+      const int64_t oh0 = t <= 0 ? 0 : (t + g.sh - 1) / g.sh, oh1 = std::min(g.oh, (h1 - 1 + g.ph) / g.sh + 1);
+      for (int64_t m0 = n * plane + oh0 * g.ow; m0 < n * plane + oh1 * g.ow; m0 += bm) {
+        const int64_t m1 = std::min(n * plane + oh1 * g.ow, m0 + bm);
         gemm<T>(k, {gy + m0 * g.k + gi * g.kg, m1 - m0, g.kg, g.k, 1}, {wd + gi * g.kg, g.kg, rows, 1, g.k},
                 {col, m1 - m0, rows, rows, 1}, T(1), T(0), nullptr, true);
-        lower<true, T>(g, gx, gi, m0, m1, static_cast<const T*>(col));
+        lower<true, T>(g, gx, gi, m0, m1, static_cast<const T*>(col), h0, h1);
       }
     }
   });
