@@ -1,4 +1,4 @@
-"""unidev.graph.compile and its plan cache: memory hits/misses, plan files on disk, broken entries."""
+"""unidev.graph.compile and its plan cache: memory hits/misses, plan files on disk, broken ones."""
 
 from __future__ import annotations
 
