@@ -12,7 +12,7 @@ from . import abi, cases
 
 __all__ = ["Target", "GROUPS", "resolve"]
 
-GROUPS = ("contract", "memory", "streams", "kernels", "bad_inputs", "framework")
+GROUPS = ("contract", "memory", "streams", "kernels", "layouts", "bad_inputs", "framework")
 
 
 @dataclass
