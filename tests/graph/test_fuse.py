@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graphcheck import check_pass, inputs_for, ops
+from graphcheck import check_pass, inputs_for, ops, random_graph
 
 from unidev.graph import Graph, evaluate
 from unidev.graph.passes import fold, fuse, optimize, unfuse
@@ -145,3 +145,14 @@ def test_unfuse_program_tokens():
     assert "elementwise_program" not in ops(g)
     for a, b in zip(evaluate(g, xs), ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_elementwise_graphs(seed):
+    """optimize() keeps every output of random elementwise DAGs (programs, registers, inlined
+    constants, reductions, values read by other ops)."""
+    g = random_graph(seed)
+    before = sum(n.op != "reshape" for n in g.nodes)
+    check_pass(g, optimize, rtol=1e-4, atol=1e-5, seed=seed)
+    assert sum(n.op != "reshape" for n in g.nodes) <= before

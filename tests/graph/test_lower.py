@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graphcheck import inputs_for
+from graphcheck import inputs_for, random_graph
 
 import unidev
 from unidev.contract import opset
@@ -125,3 +125,17 @@ def test_errors():
         lower(g, lambda op, dt: True)
     with pytest.raises(unidev.UnsupportedError, match=r"node '.*' \(gemm\): the device has no"):
         lower(g, lambda op, dt: op != "gemm", bind={"N": 2})
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_graphs_fused_and_unfused(seed):
+    """Plans of random graphs (arena reuse, in-place steps, views, unfused programs) give the
+    reference's results; temps start as garbage."""
+    g = random_graph(seed)
+    xs = inputs_for(g, seed)
+    ref = evaluate(g, xs)
+    optimize(g)
+    for has in (lambda op, dt: True, lambda op, dt: opset.get(op).tier < 4):
+        plan = lower(g, has)
+        for a, b in zip(_run(plan, xs), ref, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

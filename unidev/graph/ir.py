@@ -532,3 +532,13 @@ class Graph:
     def draw(self, path: str) -> str:
         from .dump import draw
         return draw(self, path)
+
+    def save(self, path: str) -> None:
+        """Write the graph as a JSON file (Graph.load reads it back through every check)."""
+        from .serialize import save
+        save(self, path)
+
+    @staticmethod
+    def load(path: str) -> Graph:
+        from .serialize import load
+        return load(path)

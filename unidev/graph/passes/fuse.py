@@ -126,7 +126,8 @@ def fuse_epilogues(g: Graph) -> int:
             absorbed, bias, res, act, last = _epilogue(g, anchor, uses, shapes, b)
             op, ins = "conv2d_bias_act", [x, w, bias, res]
             attrs = dict(anchor.attrs, activation=act)
-        elif anchor.op in ("gemm", "matmul") and len(anchor.inputs[0].shape) == 2:
+        elif anchor.op in ("gemm", "matmul") and anchor.inputs[0].ndim == 2 and \
+                anchor.inputs[1].ndim == 2:
             a, b = anchor.inputs[:2]
             c = anchor.inputs[2] if anchor.op == "gemm" else None
             n_ = b.shape[1]

@@ -93,12 +93,13 @@ def _updated_storage(g: Graph) -> set[Value]:
 def run(g: Graph) -> int:
     changed = 0
     progress = True
-    while progress:
+    while progress:  # sweeps until nothing changes (a rewrite can enable another)
         progress = False
-        uses = g.uses()
+        uses = g.uses()  # may go stale within a sweep: rewrites only add nodes or drop n
         updated = _updated_storage(g)
+        removed: set[Node] = set()
         for n in g.order():
-            if n not in g.nodes:
+            if n in removed:
                 continue
             x = _identity(g, n)
             if n.op == "copy" and n.inputs[0] not in updated:
@@ -106,12 +107,12 @@ def run(g: Graph) -> int:
             if x is not None and not any(o.updates is not None for o in n.outputs):
                 g.replace(n.outputs[0], x)
                 g.remove(n)
-                progress = True
-            elif _collapse_views(g, n) or _relu_after_pool(g, n, uses):
-                progress = True
-            if progress:
-                changed += 1
-                break
+                removed.add(n)
+            elif not (_collapse_views(g, n) or _relu_after_pool(g, n, uses)):
+                continue
+            removed.add(n)
+            progress = True
+            changed += 1
     if changed:
         from . import dce
         dce.run(g)
