@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extend(sub) -> None:
     """Subcommands contributed by other unidev modules (adapters, conformance) when present."""
-    for mod in ("unidev.conformance.cli", "unidev.adapters.cli", "unidev.demo"):
+    for mod in ("unidev.conformance.cli", "unidev.adapters.cli", "unidev.demo", "unidev.graph.cli"):
         try:
             if importlib.util.find_spec(mod) is None:
                 continue
