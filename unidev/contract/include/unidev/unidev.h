@@ -140,7 +140,17 @@ typedef uint64_t UD_Handle;
  *   strides      ndim strides counted in elements (not bytes); may be 0 (broadcast) but never
  *                negative; never NULL when ndim > 0
  *   byte_offset  bytes from `handle` to element [0, 0, ...]
- * Element i0..in-1 lives at handle + byte_offset + sizeof(dtype) * sum(i_k * strides[k]). */
+ * Element i0..in-1 lives at handle + byte_offset + sizeof(dtype) * sum(i_k * strides[k]).
+ *
+ * Layout is a stride pattern, never a different shape. Image tensors are always described as
+ * [N, C, H, W] (conv weights as [K, C/groups, R, S]); channels-last (NHWC, TensorFlow's and
+ * torch.channels_last) is that shape with channels-innermost strides (H*W*C, 1, W*C, C) over the
+ * caller's buffer, as is. Layout-sensitive kernels (conv2d and its gradients, the fused conv ops,
+ * pooling and its gradients, batch norm and its gradient) accept dense NCHW and dense
+ * channels-last natively, without reordering, and write each output in the strides of its own
+ * descriptor (callers give an output the layout of the op's input). Any other strides must still
+ * give correct results (a plugin may copy them, ideally counting it in its debug counters, see
+ * unidev_debug_counters) or be refused with an error naming the op and the strides. */
 typedef struct UD_Tensor {
   UD_Handle handle;
   UD_DeviceRef device;
