@@ -32,7 +32,8 @@ def ops(g: Graph) -> list[str]:
 
 
 _UNARY = ("neg", "abs", "tanh", "sigmoid", "relu", "square", "sin", "cos", "gelu", "erf")
-_BINARY = ("add", "sub", "mul", "maximum", "minimum")
+_BINARY = ("add", "sub", "mul", "maximum", "minimum", "where", "sigmoid_backward",
+           "tanh_backward", "threshold_backward")
 
 
 def random_graph(seed: int) -> Graph:
@@ -49,7 +50,8 @@ def random_graph(seed: int) -> Graph:
             a, b = (vals[k] for k in rng.integers(len(vals), size=2))
             op = str(rng.choice(_BINARY))
             extra = {"alpha": float(rng.choice([1.0, -0.5]))} if op in ("add", "sub") else {}
-            v = g.call(op, a, b, **extra)
+            v = g.call(op, a, b, **extra) if op != "where" else \
+                g.call("where", a, b, g.call(str(rng.choice(["gt", "le"])), b, a))
         if rng.random() < 0.1:
             k = v.shape[-1] if v.ndim else 1
             v = g.call("matmul", v.reshape(-1, k), g.const(np.eye(k, dtype="f4"))) \

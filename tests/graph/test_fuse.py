@@ -156,3 +156,21 @@ def test_random_elementwise_graphs(seed):
     before = sum(n.op != "reshape" for n in g.nodes)
     check_pass(g, optimize, rtol=1e-4, atol=1e-5, seed=seed)
     assert sum(n.op != "reshape" for n in g.nodes) <= before
+
+
+def test_backward_ops_compares_and_where_fuse():
+    g = Graph()
+    grad, x, y = g.input((4, 6)), g.input((4, 6)), g.input((6,))
+    t = g.call("threshold_backward", grad, x, threshold=0.25)
+    s = g.call("sigmoid_backward", t, g.call("sigmoid", x))
+    h = g.call("tanh_backward", s, g.call("tanh", y))
+    m = g.call("where", h, g.call("lerp", x, h, weight=0.3), g.call("gt", x, y))
+    c = g.call("addcdiv", g.call("addcmul", m, x, y, value=0.5), grad, g.call("exp", y),
+               value=-2.0)
+    g.output(c)
+    assert check_pass(g, fuse.fuse_elementwise) >= 1
+    assert ops(g).count("elementwise_program") == 1 and "where" not in ops(g)
+    mask = Graph()
+    a = mask.input((3,))
+    mask.output(mask.call("gt", mask.call("exp", a), mask.call("neg", a)))  # bool escapes
+    assert check_pass(mask, fuse.fuse_elementwise) == 0

@@ -157,55 +157,101 @@ def fuse_epilogues(g: Graph) -> int:
 
 # ---- elementwise regions ---------------------------------------------------------------------
 
-def _token(n: Node) -> list[str] | None:
-    """The program tokens for node n after its operands are pushed; None if not expressible."""
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+# op-set ops that are small programs of their own: operand indices and tokens
+_TEMPLATES = {
+    "where": [0, 1, 2, "where"],  # `x y cond where`: cond ? x : y
+    "sigmoid_backward": [0, 1, "mul", "c1.0", 1, "sub", "mul"],
+    "tanh_backward": [0, "c1.0", 1, "square", "sub", "mul"],
+}
+
+
+def _template(n: Node) -> list | None:
+    """The node as program tokens over its operands (ints: input positions); None if it has
+    no program form."""
     from ...core.program import format_constant
+    a = n.attrs
     if n.op in ("add", "sub"):
-        alpha = n.attrs["alpha"]
-        return [n.op] if alpha == 1 else [format_constant(alpha), "mul", n.op]
+        return [0, 1, n.op] if a["alpha"] == 1 else [0, 1, format_constant(a["alpha"]), "mul",
+                                                        n.op]
     if n.op == "gelu":
-        return ["gelu" if n.attrs["approximate"] == "none" else "gelu_tanh"]
+        return [0, "gelu" if a["approximate"] == "none" else "gelu_tanh"]
+    if n.op == "threshold_backward":  # 0 where x <= threshold else grad (nan x passes grad)
+        return ["c0.0", 0, 1, format_constant(a["threshold"]), "le", "where"]
+    if n.op in ("addcmul", "addcdiv"):
+        return [0, format_constant(a["value"]), 1, "mul", 2,
+                "mul" if n.op == "addcmul" else "div", "add"]
+    if n.op == "lerp":
+        return [0, format_constant(a["weight"]), 1, 0, "sub", "mul", "add"]
+    if n.op in _TEMPLATES:
+        return _TEMPLATES[n.op]
     src = opset.PROGRAM_SOURCES.get(n.op)
-    if src is None or src[0] != n.op or n.op in ("eq", "ne", "lt", "le", "gt", "ge", "where"):
+    if src is None or src[0] != n.op or n.attrs != {x.name: x.default
+                                                     for x in opset.get(n.op).attrs}:
         return None
-    defaults = {a.name: a.default for a in opset.get(n.op).attrs}
-    return [n.op] if n.attrs == defaults else None
+    return list(range(opset.PROGRAM_OPS[n.op])) + [n.op]
 
 
 def _eligible(n: Node) -> bool:
-    out = n.outputs[0] if len(n.outputs) == 1 else None
-    return (out is not None and _pure(n) and out.dtype in _FLOATS and _token(n) is not None
-            and all(v is not None and v.dtype == out.dtype for v in n.inputs))
+    """Pure, one output, float operands of one dtype (a compare's bool result and where's bool
+    condition stay inside the program as 1/0)."""
+    if len(n.outputs) != 1 or not _pure(n) or _template(n) is None or not n.inputs \
+            or any(v is None for v in n.inputs):
+        return False
+    dt = n.inputs[0].dtype
+    out = n.outputs[0].dtype
+    operands = n.inputs[:2] if n.op == "where" else n.inputs
+    return dt in _FLOATS and all(v.dtype == dt for v in operands) and (
+        out == dt or (n.op in _COMPARE and out == "bool"))
 
 
 def _regions(g: Graph) -> list[list[Node]]:
-    """Greedy convex regions of eligible nodes with the same output shape and dtype."""
+    """Greedy convex regions of eligible nodes with the same output shape and op dtype.
+
+    A node joins the region of one of its producers unless another of its inputs depends on
+    that region (the fused node would then feed itself); a one-node region whose only reader
+    joins another region is pulled into it when its own inputs do not depend on that region.
+    """
     region: dict[Node, int] = {}
-    anc: dict[Value, frozenset] = {}
+    anc: dict[Value, frozenset] = {}  # the regions each value depends on
     members: list[list[Node]] = []
+    keys: list[tuple] = []
+    uses = g.uses()
+
+    def below(v: Value | None) -> frozenset:
+        return anc.get(v, frozenset()) if v is not None else frozenset()
     for n in g.order():
-        deps = frozenset().union(*(anc.get(v, frozenset()) for v in n.inputs if v is not None))
         rid = None
         if _eligible(n):
-            out = n.outputs[0]
+            key = (n.outputs[0].shape, n.inputs[0].dtype)
             for v in n.inputs:
-                p = v.producer if v.kind == "node" else None
-                r = region.get(p)
-                if r is None or members[r][0].outputs[0].shape != out.shape or \
-                        members[r][0].outputs[0].dtype != out.dtype:
+                r = region.get(v.producer) if v.kind == "node" else None
+                if r is None or keys[r] != key:
                     continue
                 others = [u for u in n.inputs if u.kind != "node" or region.get(u.producer) != r]
-                if all(r not in anc.get(u, frozenset()) for u in others):
+                if all(r not in below(u) for u in others):
                     rid = r
                     break
             if rid is None:
                 rid = len(members)
                 members.append([])
+                keys.append(key)
+            for v in n.inputs:  # pull in one-node regions that only feed n
+                p = v.producer if v.kind == "node" else None
+                r = region.get(p)
+                if r is not None and r != rid and keys[r] == key and members[r] == [p] and \
+                        len(uses.get(v, [])) == 1 and v not in g.outputs and \
+                        all(rid not in below(u) for u in p.inputs):
+                    members[r] = []
+                    region[p] = rid
+                    members[rid].append(p)
+                    anc[v] = frozenset().union(*(below(u) for u in p.inputs)) | {rid}
             region[n] = rid
             members[rid].append(n)
+        deps = frozenset().union(*(below(v) for v in n.inputs))
         for o in n.outputs:
             anc[o] = deps | ({rid} if rid is not None else frozenset())
-    return members
+    return [m for m in members if m]
 
 
 def _reduction(g: Graph, escaping: list[Value], uses, s: tuple):
@@ -228,8 +274,11 @@ def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Va
     """Postfix program for the region: shared values in registers, others inlined."""
     from ...core.program import format_constant
     inside = set(region)
-    internal = {n.outputs[0]: sum(1 for u, _ in uses.get(n.outputs[0], []) if u in inside)
-                for n in region}
+    internal = {n.outputs[0]: 0 for n in region}
+    for n in region:
+        for ref in _template(n):
+            if isinstance(ref, int) and n.inputs[ref] in internal:
+                internal[n.inputs[ref]] += 1
     shared = {v for v, k in internal.items() if k > 1 or v in escaping}
     inputs: list[Value] = []
     regs: dict[Value, int] = {}
@@ -253,9 +302,11 @@ def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Va
             toks.append(f"i{inputs.index(v)}")
 
     def expr(n: Node) -> None:
-        for v in n.inputs:
-            push(v)
-        toks.extend(_token(n))
+        for ref in _template(n):
+            if isinstance(ref, int):
+                push(n.inputs[ref])
+            else:
+                toks.append(ref)
     for n in region:
         v = n.outputs[0]
         if v not in shared:
@@ -288,8 +339,9 @@ def fuse_elementwise(g: Graph) -> int:
                                                         for u, _ in uses.get(n.outputs[0], []))]
         s = region[0].outputs[0].shape
         red = _reduction(g, escaping, uses, s) if escaping else None
-        if len(region) + (1 if red else 0) < 2 or not escaping:
-            continue
+        if len(region) + (1 if red else 0) < 2 or not escaping or \
+                any(v.dtype != region[0].inputs[0].dtype for v in escaping):
+            continue  # (a compare's bool result read outside: it stays an op)
         emitted = _emit(region, escaping, uses)
         if emitted is None:
             continue
