@@ -1,0 +1,86 @@
+"""unidev-x86 layouts (issue 24): channels-last in place, other strides copied and counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import unidev
+from unidev.conformance import layouts
+from unidev.core import discovery, reference
+
+DEV = "x86:0"
+
+
+def copies() -> int:
+    return unidev.debug_counters("x86")["layout_copies"]
+
+
+def _run(op: str, dtype: str, layout: str) -> int:
+    """Runs every case of (op, dtype) in `layout`; returns the layout copies they made."""
+    before = copies()
+    for case in layouts.layout_cases(op, dtype):
+        if case.layout == layout:
+            out = layouts.run_layout_case(op, dtype, case, DEV)
+            assert out.ok, out.message
+    return copies() - before
+
+
+def test_counter_is_exposed() -> None:
+    c = unidev.debug_counters("x86")
+    assert set(c) == {"layout_copies"} and c["layout_copies"] >= 0
+
+
+def _has(op: str, dtype: str) -> bool:
+    return discovery.load("x86").kernel(op, dtype) is not None
+
+
+# float64 conv has no oneDNN: its algorithms take NCHW (the copies are counted, see below)
+_NATIVE = [(op, dt, lay) for op in layouts.layout_ops() for dt in ("float32", "float64")
+           for lay in ("channels_last", "channels_last_hwio")
+           if not (op.startswith("conv2d") and dt == "float64") and _has(op, dt)
+           and (lay == "channels_last" or op.startswith("conv2d"))]
+
+
+@pytest.mark.parametrize("op,dtype,layout", _NATIVE)
+def test_channels_last_makes_no_copy(op: str, dtype: str, layout: str) -> None:
+    assert _run(op, dtype, layout) == 0
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"])
+@pytest.mark.parametrize("layout", ["permuted", "gapped"])
+def test_other_conv_layouts_are_copied_and_counted(op: str, layout: str) -> None:
+    # each case copies at least its x-shaped tensors (float32: the weight goes to oneDNN as is)
+    n = sum(c.layout == layout for c in layouts.layout_cases(op, "float32"))
+    assert _run(op, "float32", layout) >= 2 * n
+
+
+def test_float64_conv_channels_last_copies_are_counted() -> None:
+    assert _run("conv2d", "float64", "channels_last") > 0
+
+
+def _cl(a: np.ndarray) -> unidev.DeviceArray:
+    return unidev.DeviceArray.from_numpy(np.ascontiguousarray(a.transpose(0, 2, 3, 1)),
+                                         DEV).transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("algorithm", ["onednn", "direct", "im2col"])
+def test_channels_last_conv_by_algorithm(algorithm: str) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 9, 6)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    want = reference.run("conv2d", [x, w], {"padding": (1, 1)})[0]
+    y = unidev.ops.conv2d(_cl(x), unidev.DeviceArray.from_numpy(w, DEV), padding=(1, 1),
+                          algorithm=algorithm, out=_cl(np.zeros_like(want)))
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_channels_last_max_pool_bad_index_is_refused() -> None:
+    x = np.arange(2 * 16 * 4 * 4, dtype=np.float32).reshape(2, 16, 4, 4)
+    y, idx = reference.run("max_pool2d", [x], {"kernel_size": (2, 2)})
+    idx = idx.copy()
+    idx[1, 5, 1, 0] = 99
+    gy = np.ones_like(y)
+    with pytest.raises(unidev.InvalidArgumentError, match="99"):
+        unidev.ops.max_pool2d_backward(_cl(gy), _cl(x), _cl(idx), kernel_size=(2, 2),
+                                       out=_cl(np.zeros_like(x)))
