@@ -23,14 +23,11 @@ def run_node(n: Node, ins: list) -> list[np.ndarray]:
     """One node on numpy arrays; outputs in node order (updated versions are the inputs,
     updated in place)."""
     if n.op == "reshape":
-        return [np.reshape(ins[0], tuple(-1 if isinstance(d, str) else d
-                                         for d in n.outputs[0].shape))]
+        return [np.reshape(ins[0], n.outputs[0].shape)]
     if n.op == "transpose":
         return [np.transpose(ins[0], n.attrs["perm"])]
     if n.op == "expand":
-        shape = tuple(ins[0].shape[d - len(n.outputs[0].shape) + ins[0].ndim]
-                      if isinstance(d, str) else d for d in n.outputs[0].shape)
-        return [np.broadcast_to(ins[0], shape)]
+        return [np.broadcast_to(ins[0], n.outputs[0].shape)]
     out = None
     if not n.inputs:  # fill, zero, arange: shape and dtype from the output
         out = [np.empty(tuple(o.shape), _dtypes.to_numpy(o.dtype)) for o in n.outputs]
@@ -55,12 +52,19 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise InvalidArgumentError(f"evaluate: graph '{graph.name}' takes {len(graph.inputs)} "
                                    f"inputs, got {len(inputs)}")
     env: dict[Value, np.ndarray] = {}
+    bind: dict[str, int] = {}
     for k, (v, a) in enumerate(zip(graph.inputs, inputs, strict=True)):
         a = np.asarray(a)
-        if a.dtype != _dtypes.to_numpy(v.dtype) or not _shape_ok(v, a):
+        if a.dtype != _dtypes.to_numpy(v.dtype) or not _shape_ok(v, a) or any(
+                bind.setdefault(d, e) != e for d, e in zip(v.shape, a.shape, strict=True)
+                if isinstance(d, str)):
             raise InvalidArgumentError(f"evaluate: input {k} (%{v.name}) is {a.dtype}"
-                                       f"{list(a.shape)}, expected {type_str(v)}")
+                                       f"{list(a.shape)}, expected {type_str(v)}"
+                                       + (f" with {bind}" if bind else ""))
         env[v] = a
+    if bind:  # symbolic dims take the inputs' sizes: run the specialized graph
+        concrete = graph.specialize(**bind)
+        return evaluate(concrete, [env[v] for v in graph.inputs])
     env.update(graph.consts)
     for n in graph.order():
         res = run_node(n, [env[v] if v is not None else None for v in n.inputs])
