@@ -62,14 +62,16 @@ def test_testplugin_sources_are_the_scaffold(tmp_path) -> None:
 
 
 def test_testplugin_abi_variants(tmp_path) -> None:
-    """The default build is an ABI 1.1 table with mem_device; UD_TESTPLUGIN_ABI_1_0 a 1.0 one."""
+    """The default build is an ABI 1.2 table (mem_device, kernel_compile); UD_TESTPLUGIN_ABI_1_1
+    and _1_0 the older ones."""
     import ctypes
 
-    from testplugin import build_abi_1_0_library, build_library
+    from testplugin import build_abi_1_0_library, build_abi_1_1_library, build_library
 
     from unidev.contract import abi
 
-    for lib, size, minor in ((build_library(tmp_path), abi.SIZE_1_1, 1),
+    for lib, size, minor in ((build_library(tmp_path), abi.SIZE_1_2, 2),
+                             (build_abi_1_1_library(tmp_path), abi.SIZE_1_1, 1),
                              (build_abi_1_0_library(tmp_path), abi.SIZE_1_0, 0)):
         get = ctypes.CDLL(str(lib)).unidev_get_api
         get.restype = ctypes.POINTER(ctypes.c_size_t)

@@ -48,6 +48,12 @@ def build_abi_1_0_library(out: Path, name: str = "libtestplugin_abi10.so") -> Pa
     return build_library(out, name, ("UD_TESTPLUGIN_ABI_1_0",))
 
 
+def build_abi_1_1_library(out: Path, name: str = "libtestplugin_abi11.so") -> Path:
+    """The test plugin as an ABI 1.1 plugin (struct_size UD_API_SIZE_1_1, abi_minor 1, no
+    kernel_compile), for the tests that 1.1 tables keep loading."""
+    return build_library(out, name, ("UD_TESTPLUGIN_ABI_1_1",))
+
+
 def add_distribution(site: Path, dist: str, module: str, source: str,
                      ep_name: str | None = None) -> None:
     """Write `module`.py and a dist-info whose entry point (group unidev) names it."""

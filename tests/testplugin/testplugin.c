@@ -1,5 +1,6 @@
-/* testplugin.c — the test plugin "testdev": the scaffold's generated plugin plus add, mul, matmul
- * and the loader tests' build switches, layered on top without editing the generated sources.
+/* testplugin.c — the test plugin "testdev": the scaffold's generated plugin plus add, mul, matmul,
+ * elementwise_program and the loader tests' build switches, layered on top without editing the
+ * generated sources.
  *
  * src/ is `unidev new-plugin`'s C sources for "testdev" (tests/testplugin/__init__.py writes
  * them; tests/conformance/test_scaffold.py checks they are current). This file includes those
@@ -10,7 +11,10 @@
  * Switches: -DTESTPLUGIN_DEVICES=N (default 2; 0: no devices, with a reason);
  * -DTESTPLUGIN_ABI_MAJOR=N / -DTESTPLUGIN_ABI_MINOR=N claim another ABI version;
  * -DUD_TESTPLUGIN_ABI_1_0 a 1.0-sized table (struct_size UD_API_SIZE_1_0, abi_minor 0, no
- * mem_device; the bytes past it are garbage, so a loader that reads them fails loudly). */
+ * mem_device; the bytes past it are garbage, so a loader that reads them fails loudly);
+ * -DUD_TESTPLUGIN_ABI_1_1 likewise a 1.1-sized one (mem_device, no kernel_compile).
+ * Tier 4: elementwise_program (float32/float64) through the kit's program parser and
+ * evaluator, and kernel_compile (1.2) for it. */
 #include <pthread.h>
 
 #ifndef TESTPLUGIN_DEVICES
@@ -98,6 +102,93 @@ static UD_Error* k_matmul(const UD_KernelArgs* a) {
   return NULL;
 }
 
+/* elementwise_program through the kit's parser and scalar evaluator, in double: each element
+ * of S (the inputs' shape) is evaluated; with a reduction the outputs accumulate over the
+ * trailing axes (index = S's leading dims). Memory-only checks (placement) come from check_call. */
+static UD_Error* program_run(const UD_KernelArgs* a, const UD_KitProgram* prog, int reduce,
+                             int reduced) {
+  const UD_Tensor* x0 = &a->inputs[0];
+  const int nd = x0->ndim, keep = nd - reduced;
+  int64_t idx[UD_KIT_MAX_DIMS] = {0}, count = 1;
+  for (int d = keep; d < nd; d++) count *= x0->shape[d];
+  double in[UD_PROGRAM_MAX_INPUTS], out[UD_PROGRAM_MAX_OUTPUTS];
+  const int no = a->num_outputs;
+  if (reduce != UD_RED_NONE && ud_kit_numel(&a->outputs[0]) > 0) { /* start every cell */
+    const double init = reduce == UD_RED_MAX ? -INFINITY : reduce == UD_RED_MIN ? INFINITY : 0;
+    int64_t oi[UD_KIT_MAX_DIMS] = {0};
+    do {
+      for (int k = 0; k < no; k++) store(a->outputs[k].dtype, at(&a->outputs[k], oi),
+                                         (Value){init, 0}, 1);
+    } while (next(keep, a->outputs[0].shape, oi));
+  }
+  if (ud_kit_numel(x0) == 0) {
+    if (reduce == UD_RED_MEAN && ud_kit_numel(&a->outputs[0]) > 0) { /* 0 / 0 */
+      int64_t oi[UD_KIT_MAX_DIMS] = {0};
+      do {
+        for (int k = 0; k < no; k++) store(a->outputs[k].dtype, at(&a->outputs[k], oi),
+                                           (Value){NAN, 0}, 1);
+      } while (next(keep, a->outputs[0].shape, oi));
+    }
+    return NULL;
+  }
+  do {
+    for (int i = 0; i < a->num_inputs; i++)
+      in[i] = load(a->inputs[i].dtype, at(&a->inputs[i], idx)).f;
+    ud_kit_program_eval_f64(prog, in, out);
+    for (int k = 0; k < no; k++) {
+      char* p = at(&a->outputs[k], idx); /* the output's dims are S's leading ones */
+      double v = out[k];
+      if (reduce != UD_RED_NONE) {
+        const double acc = load(a->outputs[k].dtype, p).f;
+        v = reduce == UD_RED_MAX   ? (acc != acc || v != v ? NAN : acc > v ? acc : v)
+            : reduce == UD_RED_MIN ? (acc != acc || v != v ? NAN : acc < v ? acc : v)
+                                   : acc + v;
+        int last = 1;
+        for (int d = keep; d < nd; d++) last &= idx[d] == x0->shape[d] - 1;
+        if (reduce == UD_RED_MEAN && last) v /= (double)count;
+      }
+      store(a->outputs[k].dtype, p, (Value){v, 0}, 1);
+    }
+  } while (next(nd, x0->shape, idx));
+  return NULL;
+}
+
+static UD_Error* k_program(const UD_KernelArgs* a) {
+  int reduce = 0, reduced = 0;
+  UD_KIT_TRY(ud_kit_program_check_shapes(a, &reduce, &reduced));
+  UD_KIT_TRY(check_call(UD_OP_ELEMENTWISE_PROGRAM, a));
+  UD_KitProgram* prog = (UD_KitProgram*)malloc(sizeof *prog);
+  if (!prog) return ud_kit_host_oom_error();
+  UD_Error* e = ud_kit_program_parse("elementwise_program",
+                                     ud_kit_attr_str(a, UD_ATTR_ELEMENTWISE_PROGRAM_PROGRAM),
+                                     a->num_inputs, a->num_outputs, prog);
+  if (!e) e = program_run(a, prog, reduce, reduced);
+  free(prog);
+  return e;
+}
+
+/* kernel_compile (ABI 1.2): refuses a malformed program at once and otherwise returns the
+ * interpreter (no specialization to make: this tests the entry, not a code generator) */
+static UD_Error* testplugin_kernel_compile(const char* op, UD_DType dtype, const UD_Attr* attrs,
+                                           int32_t num_attrs, UD_KernelFn* kernel) {
+  UD_KIT_REQUIRE(kernel, UD_ERR_INVALID_ARGUMENT, "kernel_compile: kernel is NULL");
+  *kernel = NULL;
+  if (!op || strcmp(op, "elementwise_program") != 0 || dtype.code != UD_DTYPE_FLOAT)
+    return NULL;
+  UD_KIT_REQUIRE(attrs && num_attrs == ud_op_info(UD_OP_ELEMENTWISE_PROGRAM)->num_attrs &&
+                     attrs[0].type == UD_ATTR_STRING && attrs[0].value.s,
+                 UD_ERR_INVALID_ARGUMENT, "elementwise_program: kernel_compile takes the op's "
+                 "%d attributes in op-set order", ud_op_info(UD_OP_ELEMENTWISE_PROGRAM)->num_attrs);
+  UD_KitProgram* prog = (UD_KitProgram*)malloc(sizeof *prog);
+  if (!prog) return ud_kit_host_oom_error();
+  /* the output count is the program's; the kernel checks it against the call */
+  UD_Error* e = ud_kit_program_parse("elementwise_program", attrs[0].value.s,
+                                     UD_PROGRAM_MAX_INPUTS, -1, prog);
+  free(prog);
+  if (!e) *kernel = k_program;
+  return e;
+}
+
 /* the scaffold's kernels, then the extra ones (matmul only for float32) */
 static UD_Error* testplugin_kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* out) {
   UD_KIT_TRY(kernel_lookup(op, dtype, out));
@@ -107,6 +198,8 @@ static UD_Error* testplugin_kernel_lookup(const char* op, UD_DType dtype, UD_Ker
   if (id == UD_OP_ADD) *out = k_add;
   if (id == UD_OP_MUL) *out = k_mul;
   if (id == UD_OP_MATMUL && dt == UD_DT_FLOAT32) *out = k_matmul;
+  if (id == UD_OP_ELEMENTWISE_PROGRAM && (dt == UD_DT_FLOAT32 || dt == UD_DT_FLOAT64))
+    *out = k_program;
   return NULL;
 }
 
@@ -134,6 +227,12 @@ static void init_table(void) {
   g_table.api.abi_minor = TESTPLUGIN_ABI_MINOR;
   g_table.api.device_count = testplugin_device_count;
   g_table.api.kernel_lookup = testplugin_kernel_lookup;
+  g_table.api.kernel_compile = testplugin_kernel_compile;
+#ifdef UD_TESTPLUGIN_ABI_1_1
+  g_table.api.struct_size = UD_API_SIZE_1_1;
+  g_table.api.abi_minor = 1;
+  memset(g_table.bytes + UD_API_SIZE_1_1, 0xA5, sizeof(UD_Api) - UD_API_SIZE_1_1);
+#endif
 #ifdef UD_TESTPLUGIN_ABI_1_0
   g_table.api.struct_size = UD_API_SIZE_1_0;
   g_table.api.abi_minor = 0;

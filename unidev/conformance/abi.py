@@ -15,6 +15,7 @@ from ..contract.abi import (
     ERROR_CODES,
     SIZE_1_0,
     SIZE_1_1,
+    SIZE_1_2,
     SIZES,
     ApiTable,
     Attr,
@@ -30,7 +31,7 @@ from ..contract.abi import (
 )
 
 __all__ = ["Api", "RawTensor", "Raw", "PluginError", "API_FUNCTIONS", "ERROR_CODES", "ApiTable",
-           "SIZE_1_0", "SIZE_1_1", "SIZES", "Attr", "DeviceProperties", "DeviceRef", "DType",
+           "SIZE_1_0", "SIZE_1_1", "SIZE_1_2", "SIZES", "Attr", "DeviceProperties", "DeviceRef", "DType",
            "KernelArgs", "KernelFn", "Tensor", "covers", "has"]
 
 _H = C.c_uint64
@@ -112,6 +113,19 @@ class Api:
         code, bits = dtypes.dlpack_code(dtype)
         fn = C.c_void_p()
         self.call("kernel_lookup", op.encode(), DType(code, bits, 1), C.byref(fn))
+        return KernelFn(fn.value) if fn.value else None
+
+    def compile(self, op: str, dtype: str, attrs: Sequence[tuple[str, str, object]]):
+        """kernel_compile (ABI 1.2) with these (name, type, value) attributes: the kernel, or
+        None for "no specialization"; PluginError on a refusal."""
+        code, bits = dtypes.dlpack_code(dtype)
+        keep: list = []
+        tat = (Attr * max(len(attrs), 1))()
+        for i, (name, kind, value) in enumerate(attrs):
+            tat[i] = _attr(name, kind, value, keep)
+        fn = C.c_void_p()
+        self.call("kernel_compile", op.encode(), DType(code, bits, 1), tat, len(attrs),
+                  C.byref(fn))
         return KernelFn(fn.value) if fn.value else None
 
     def mem_device(self, handle: int) -> int:

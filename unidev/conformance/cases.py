@@ -49,7 +49,10 @@ _TRANSCENDENTAL = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid
                    "div", "addcdiv", "lerp"}
 
 
-def op_class(op: opset.OpSchema) -> str:
+def op_class(op: opset.OpSchema, attrs: dict | None = None) -> str:
+    if op.name == "elementwise_program":  # a chain of transcendental ops, or a reduction
+        reduce = (attrs or {}).get("reduce", "none")
+        return "transcendental" if reduce == "none" else "accumulate"
     if op.name in _TRANSCENDENTAL:
         return "transcendental"
     if op.broadcast or op.tier == 0 or op.name in ("concat", "pad_constant"):
@@ -57,12 +60,13 @@ def op_class(op: opset.OpSchema) -> str:
     return "accumulate"
 
 
-def tolerance(op: opset.OpSchema, dtype: str,
-              plugin_tol: dict | None = None) -> tuple[float, float]:
-    """(rtol, atol) for op at dtype: the cap, or the plugin's tighter setting."""
+def tolerance(op: opset.OpSchema, dtype: str, plugin_tol: dict | None = None,
+              attrs: dict | None = None) -> tuple[float, float]:
+    """(rtol, atol) for op at dtype (with these attributes): the cap, or the plugin's tighter
+    setting."""
     if dtype not in ("float32", "float64"):
         return (0.0, 0.0)
-    cap = TOLERANCE_CAPS[op_class(op)][dtype]
+    cap = TOLERANCE_CAPS[op_class(op, attrs)][dtype]
     if plugin_tol and dtype in plugin_tol:
         rt, at = plugin_tol[dtype]
         return (min(rt, cap[0]), min(at, cap[1]))
@@ -512,12 +516,21 @@ def _optimizer(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         yield case("state_step-large", (65537,), dict(configs[0]), step=1000.0)
 
 
+def _tier4(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+    from . import tier4
+
+    if op.name == "elementwise_program":
+        return tier4.program_cases(op, dtype, rng)
+    return tier4.fused_cases(op, dtype, rng)
+
+
 _GENERATORS = {
     "same": _elementwise, "broadcast": _elementwise, "reduce": _reduce, "matmul": _matmul,
     "gemm": _matmul, "conv2d": _conv, "conv2d_backward_input": _conv,
     "conv2d_backward_weight": _conv, "pool2d": _pool, "adaptive_pool2d": _adaptive,
     "batch_norm": _batch_norm, "batch_norm_backward": _batch_norm, "nll_loss": _nll,
     "loss": _mse, "concat": _concat, "pad": _pad, "optimizer": _optimizer,
+    "conv2d_bias_act": _tier4, "gemm_bias_act": _tier4, "program": _tier4,
 }
 
 

@@ -27,6 +27,7 @@ def test_abi_mirror_matches_the_header() -> None:
     """unidev.contract.abi's table sizes are the C header's (unidev._C is compiled with it)."""
     for name, mirror, header in (("UD_API_SIZE_1_0", abi.SIZE_1_0, _C.API_SIZE_1_0),
                                  ("UD_API_SIZE_1_1", abi.SIZE_1_1, _C.API_SIZE_1_1),
+                                 ("UD_API_SIZE_1_2", abi.SIZE_1_2, _C.API_SIZE_1_2),
                                  ("sizeof(UD_Api)", ctypes.sizeof(abi.ApiTable), _C.API_SIZE)):
         assert mirror == header, f"the ctypes mirror says {name} = {mirror}, unidev.h {header}"
     assert abi.SIZES[(_C.ABI_MAJOR, _C.ABI_MINOR)] == _C.API_SIZE, (

@@ -8,7 +8,7 @@ from . import errors
 
 __all__ = ["DType", "DeviceRef", "Tensor", "Attr", "KernelArgs", "DeviceProperties", "KernelFn",
            "ApiTable", "API_FUNCTIONS", "HEADER_FIELDS", "ERROR_CODES", "SIZE_1_0", "SIZE_1_1",
-           "SIZES", "covers", "has"]
+           "SIZE_1_2", "SIZES", "covers", "has"]
 
 ERROR_CODES: dict[int, str] = {0: "OK", **{e.code: e.name for e in errors.ERRORS}}
 
@@ -92,6 +92,8 @@ API_FUNCTIONS: list[tuple[str, object, list, int]] = [
     ("event_elapsed", _ERR, [_P, _P, C.POINTER(C.c_double)], 0),
     ("kernel_lookup", _ERR, [C.c_char_p, DType, C.POINTER(C.c_void_p)], 0),
     ("mem_device", _ERR, [_H, C.POINTER(C.c_int32)], 1),
+    ("kernel_compile", _ERR, [C.c_char_p, DType, C.POINTER(Attr), C.c_int32,
+                              C.POINTER(C.c_void_p)], 2),
 ]
 
 
@@ -107,7 +109,8 @@ def _end(name: str) -> int:
 
 SIZE_1_0 = _end("kernel_lookup")  # UD_API_SIZE_1_0
 SIZE_1_1 = _end("mem_device")     # UD_API_SIZE_1_1
-SIZES: dict[tuple[int, int], int] = {(1, 0): SIZE_1_0, (1, 1): SIZE_1_1}
+SIZE_1_2 = _end("kernel_compile")  # UD_API_SIZE_1_2
+SIZES: dict[tuple[int, int], int] = {(1, 0): SIZE_1_0, (1, 1): SIZE_1_1, (1, 2): SIZE_1_2}
 
 
 def covers(table: ApiTable, name: str) -> bool:

@@ -1,4 +1,4 @@
-"""Generates include/unidev/ops.h (op ids, signatures, dtype table, error kinds) from the op set."""
+"""Writes include/unidev/ops.h (op ids, signatures, dtypes, program ops, errors) from the op set."""
 
 from __future__ import annotations
 
@@ -193,12 +193,15 @@ def _op_row(op: opset.OpSchema) -> list[str]:
     assert len(var) <= 1, op.name
     opt = sum(1 << i for i, x in enumerate(op.inputs) if x.optional)
     mut = sum(1 << i for i, x in enumerate(op.inputs) if x.mutated)
+    var_out = [i for i, x in enumerate(op.outputs) if x.variadic]
+    assert not var_out or var_out == [len(op.outputs) - 1], op.name  # only the last may be
     return _wrap("      {", [_c_str(op.name), str(op.tier), str(len(op.inputs)),
                              str(var[0] if var else -1), f"0x{opt:x}u",
                              p + "in" if op.inputs else "NULL", str(len(op.outputs)),
                              p + "out" if op.outputs else "NULL",
                              str(len(op.attrs)), p + "attrs" if op.attrs else "NULL",
-                             _op_mask(op.dtypes), str(int(op.broadcast)), f"0x{mut:x}u"], "},",
+                             _op_mask(op.dtypes), str(int(op.broadcast)), f"0x{mut:x}u",
+                             str(var_out[0] if var_out else -1)], "},",
                  "       ")
 
 
@@ -254,6 +257,10 @@ def _op_section() -> list[str]:
             "  uint32_t dtypes;           /* UD_DTM_* of the op's dtypes (first input's) */",
             "  int32_t broadcast;         /* inputs arrive pre-broadcast to the output shape */",
             "  uint32_t mutated_inputs;   /* bit i: the kernel updates input i in place */",
+            "  int32_t variadic_output;   /* index of the variadic (last) output, -1 if none: "
+            "calls",
+            "                              * pass num_outputs >= num_outputs (ABI 1.2's tier 4)"
+            " */",
             "} UD_OpInfo;",
             "",
             "/* the signature of op `op` (a UD_OpId), NULL when out of range */",
@@ -293,6 +300,81 @@ def _op_section() -> list[str]:
             "      break;",
             "  }",
             "  return a;",
+            "}",
+            ""]
+    return out
+
+
+def _names_enum(title: str, macro: str, prefix: str, typename: str, fn: str,
+                names: tuple[str, ...], doc: str) -> list[str]:
+    """X-macro, enum and name -> id lookup for one table of strings (activations, ...)."""
+    out = [f"/* ---- {title} " + "-" * max(4, 86 - len(title)), f" * {doc} */",
+           f"#define {macro}(X) \\",
+           " \\\n".join(f'  X({_id(n)}, "{n}")' for n in names), "",
+           f"typedef enum {typename} {{"]
+    out += [f"  {prefix}{_id(n)}," for n in names]
+    out += [f"  {prefix}COUNT", f"}} {typename};", "",
+            "/* the id of `name`, -1 if unknown (or NULL) */",
+            f"static inline int {fn}(const char* name) {{",
+            "  static const char* const names[] = {" + ", ".join(_c_str(n) for n in names) + "};",
+            "  if (!name) return -1;",
+            f"  for (int i = 0; i < {prefix}COUNT; i++)",
+            "    if (strcmp(name, names[i]) == 0) return i;",
+            "  return -1;",
+            "}", ""]
+    return out
+
+
+def _program_section() -> list[str]:
+    ops = opset.PROGRAM_OPS
+    out = _names_enum("tier 4: activations", "UD_ACTIVATIONS", "UD_ACT_", "UD_ActivationId",
+                      "ud_activation_id", opset.ACTIVATIONS,
+                      "conv2d_bias_act's and gemm_bias_act's `activation` values, in op-set "
+                      "order.")
+    out += _names_enum("tier 4: reductions", "UD_REDUCTIONS", "UD_RED_", "UD_ReductionId",
+                       "ud_reduction_id", opset.REDUCTIONS,
+                       "elementwise_program's `reduce` values, in op-set order.")
+    out += ["/* ---- tier 4: elementwise_program operators " + "-" * 48,
+            " * X(ID, \"token\", arity) in unidev.contract.opset.PROGRAM_OPS order; the "
+            "program grammar",
+            " * and its limits: opset.py's elementwise_program and plugin_kit.h's "
+            "ud_kit_program_parse. */",
+            "#define UD_PROGRAM_OPS(X) \\",
+            " \\\n".join(f'  X({_id(t)}, "{t}", {a})' for t, a in ops.items()), "",
+            "typedef enum UD_ProgramOpId {"]
+    out += [f"  UD_PROG_{_id(t)}," for t in ops]
+    out += ["  UD_PROG_COUNT", "} UD_ProgramOpId;", ""]
+    out += [f"#define UD_PROGRAM_{k.upper()} {v}" for k, v in opset.PROGRAM_LIMITS.items()]
+    out += ["",
+            "/* the UD_ProgramOpId of the `len` characters at `token`, -1 if none */",
+            "static inline int ud_program_op_id(const char* token, size_t len) {",
+            "  static const char* const names[] = {",
+            "#define UD_X_(ID, NAME, ARITY) NAME,",
+            "      UD_PROGRAM_OPS(UD_X_)",
+            "#undef UD_X_",
+            "  };",
+            "  for (int i = 0; i < UD_PROG_COUNT; i++)",
+            "    if (strlen(names[i]) == len && memcmp(names[i], token, len) == 0) return i;",
+            "  return -1;",
+            "}",
+            "",
+            "static inline const char* ud_program_op_name(int op) {",
+            "  static const char* const names[] = {",
+            "#define UD_X_(ID, NAME, ARITY) NAME,",
+            "      UD_PROGRAM_OPS(UD_X_)",
+            "#undef UD_X_",
+            "  };",
+            "  return op >= 0 && op < UD_PROG_COUNT ? names[op] : \"unknown\";",
+            "}",
+            "",
+            "/* operands the operator pops (it pushes one result); 0 when out of range */",
+            "static inline int ud_program_op_arity(int op) {",
+            "  static const int arity[] = {",
+            "#define UD_X_(ID, NAME, ARITY) ARITY,",
+            "      UD_PROGRAM_OPS(UD_X_)",
+            "#undef UD_X_",
+            "  };",
+            "  return op >= 0 && op < UD_PROG_COUNT ? arity[op] : 0;",
             "}",
             ""]
     return out
@@ -347,7 +429,7 @@ def header() -> str:
              'extern "C" {',
              "#endif",
              ""]
-    lines += _dtype_section() + _op_section() + _error_section()
+    lines += _dtype_section() + _op_section() + _program_section() + _error_section()
     lines += ["#ifdef __cplusplus", '} /* extern "C" */', "#endif", "",
               "#endif /* UNIDEV_OPS_H_ */", ""]
     return "\n".join(lines)

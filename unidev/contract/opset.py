@@ -14,9 +14,11 @@ from typing import Any
 from .dtypes import ALL, BOOL, FLOAT, INT, NUMERIC
 
 __all__ = ["Attr", "Input", "Output", "OpSchema", "OPS", "SCALAR_RULES", "get", "by_tier",
-           "TIERS"]
+           "TIERS", "ACTIVATIONS", "PROGRAM_OPS", "PROGRAM_SOURCES", "PROGRAM_LIMITS",
+           "REDUCTIONS"]
 
-TIERS = (0, 1, 2)
+# tier 3 (embedding, layer norm, attention) has no ops yet; tier 4 holds the fused ops
+TIERS = (0, 1, 2, 4)
 
 
 # what a float attribute that stands for a number of the op's dtype must be for integer dtypes
@@ -61,6 +63,8 @@ class Output:
     name: str
     # "same": the op's dtype; a dtype name: fixed; "attr:NAME": from a str attribute
     dtype: str = "same"
+    # the caller's outputs expand it (elementwise_program's `ys`: as many as the program writes)
+    variadic: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,38 @@ _MAX_ATTRS = _POOL_ATTRS + (Attr("dilation", "ints", (1, 1)), Attr("ceil_mode", 
 _REDUCE_ATTRS = (Attr("axes", "ints", ()), Attr("keepdims", "bool", False))
 _REDUCTION = Attr("reduction", "str", "mean", ("none", "mean", "sum"))
 _GELU_APPROX = Attr("approximate", "str", "none", ("none", "tanh"))
+
+# tier 4: the activations of the fused conv/gemm epilogues (each also a PROGRAM_OPS token)
+ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu")
+_ACTIVATION = Attr("activation", "str", "none", ACTIVATIONS)
+REDUCTIONS = ("none", "sum", "mean", "max", "min")
+
+# elementwise_program's operators: token -> arity. Each is an op-set elementwise op with its
+# default attributes (PROGRAM_SOURCES says which; the graph layer fuses those calls into a
+# program), except silu (x * sigmoid(x)). Compare ops give 1 or 0 in the op's dtype (nan
+# compares false except ne); `where` pops cond last: `a b cond where` is (cond != 0 ? a : b).
+PROGRAM_OPS: dict[str, int] = {
+    "neg": 1, "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "reciprocal": 1, "sin": 1,
+    "cos": 1, "tanh": 1, "sigmoid": 1, "relu": 1, "gelu": 1, "gelu_tanh": 1, "silu": 1,
+    "erf": 1, "floor": 1, "ceil": 1, "round": 1, "sign": 1, "square": 1,
+    "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "maximum": 2, "minimum": 2,
+    "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+    "where": 3,
+}
+# token -> (op-set op, attributes) it stands for; silu has none (x * sigmoid(x))
+PROGRAM_SOURCES: dict[str, tuple[str, dict] | None] = {
+    **{t: (t, {}) for t in PROGRAM_OPS if t not in ("gelu_tanh", "silu")},
+    "gelu_tanh": ("gelu", {"approximate": "tanh"}),
+    "silu": None,
+}
+# what a program may use: the C parser (plugin_kit.h) and the Python one share these
+PROGRAM_LIMITS = {
+    "max_tokens": 1024,   # tokens in one program
+    "max_stack": 64,      # values on the stack at once
+    "max_registers": 16,  # s<k> / r<k>: k < 16
+    "max_inputs": 64,     # xs
+    "max_outputs": 16,    # ys
+}
 
 
 def _unary(name: str, tier: int, dtypes: tuple, doc: str, attrs: tuple = ()) -> OpSchema:
@@ -365,6 +401,46 @@ _TABLE: list[OpSchema] = [
              "+ eps). All tensors have param's shape and any strides."),
 ]
 
+_TABLE += [
+    # ---- tier 4: fused ops (the graph layer's targets; a plugin without them gets the unfused
+    # sequence, so none is required below tier 4) -------------------------------------------
+    OpSchema("conv2d_bias_act", 4,
+             (Input("x"), Input("weight"), Input("bias", optional=True),
+              Input("residual", optional=True)),
+             (Output("y"),), _CONV_ATTRS + (_ACTIVATION,), FLOAT, "conv2d_bias_act", False,
+             "y = act(conv2d(x, weight) + bias[None, :, None, None] + residual): conv2d's "
+             "inputs and attributes, bias [K], residual [N, K, OH, OW] (any strides) added "
+             "before the activation (ResNet's relu(bn(conv) + identity)); `activation` as in "
+             "opset.ACTIVATIONS. Accumulates like conv2d; the epilogue runs on the accumulated "
+             "value, rounded once to the dtype."),
+    OpSchema("gemm_bias_act", 4,
+             (Input("a"), Input("b"), Input("bias", optional=True),
+              Input("residual", optional=True)),
+             (Output("out"),), (Attr("alpha", "float", 1.0), _ACTIVATION), FLOAT,
+             "gemm_bias_act", False,
+             "out = act(alpha * (a @ b) + bias[None, :] + residual): a [M, K], b [K, N] "
+             "(transposes come as strides), bias [N], residual [M, N] (any strides); "
+             "`activation` as in opset.ACTIVATIONS (a Linear layer with its activation)."),
+    OpSchema("elementwise_program", 4, (Input("xs", variadic=True),),
+             (Output("ys", variadic=True),),
+             (Attr("program", "str", ""),
+              Attr("reduce", "str", "none", REDUCTIONS),
+              Attr("reduce_axes", "ints", ())), FLOAT, "program", True,
+             "Evaluates `program` per element of the common shape S of `xs` (pre-broadcast, "
+             "stride 0, all of the op's dtype) and writes `ys` (as many as the program writes; "
+             "any strides). program: space-separated postfix tokens on a value stack: i<k> push "
+             "input k; c<num> push a constant (decimal like 2.5, -1e-3, or inf, -inf, nan); "
+             "s<k> pop into register k, r<k> push register k (k < 16, written before read); "
+             "o<k> pop and write output k (each output exactly once, outputs 0..n-1); <op> an "
+             "op of opset.PROGRAM_OPS applied to its operands (the first pushed is the left "
+             "one: `i0 i1 sub` is xs[0] - xs[1]; `a b c where` is c != 0 ? a : b). Values are "
+             "the op's dtype (or wider: float32 may compute in float64). reduce (sum, mean, "
+             "max, min; none: elementwise) reduces every output over reduce_axes, which must "
+             "be the trailing axes of S (>= 1; outputs drop them), accumulating in at least "
+             "float32 (max/min propagate nan; an empty axis is an error for them). A "
+             "malformed program is refused with UD_ERR_INVALID_ARGUMENT naming the token."),
+]
+
 OPS: dict[str, OpSchema] = {op.name: op for op in _TABLE}
 assert len(OPS) == len(_TABLE), "duplicate op name"
 # every first-input dtype rule must reference known dtypes
@@ -391,7 +467,7 @@ def markdown() -> str:
              "Generated from `unidev/contract/opset.py` (`opset.markdown()`, see "
              "tests/test_opset.py); do not edit.",
              "Inputs marked `?` are optional (absent: ndim -1), `*` variadic, `!` updated in "
-             "place.",
+             "place; outputs marked `*` are variadic (as many as the caller passes).",
              "Attributes reach kernels positionally, in this order, defaults filled. An attribute "
              "marked *value of the dtype* must be a finite number in an integer dtype's range "
              "(converted toward zero), *integral of the dtype* an integer in it; unidev.ops "
@@ -405,7 +481,8 @@ def markdown() -> str:
                             + ("!" if i.mutated else "")
                             + (f" ({'/'.join(i.dtypes)})" if i.dtypes != "same" else "")
                             for i in op.inputs) or "—"
-            outs = ", ".join(o.name + ("" if o.dtype == "same" else f" ({o.dtype})")
+            outs = ", ".join(o.name + ("*" if o.variadic else "")
+                             + ("" if o.dtype == "same" else f" ({o.dtype})")
                              for o in op.outputs) or "— (updates inputs `!`)"
             attrs = ", ".join(f"{a.name}: {a.type} = {a.default!r}"
                               + (f" ({a.scalar} of the dtype)" if a.scalar else "")
@@ -414,4 +491,14 @@ def markdown() -> str:
             lines.append(f"| `{op.name}` | {ins} | {outs} | {attrs} | {', '.join(op.dtypes)} | "
                          f"{doc} |")
         lines.append("")
+    lines += ["### elementwise_program operators", "",
+              "Token, arity, and the op-set op (default attributes unless given) it computes. "
+              f"Limits: {', '.join(f'{k} {v}' for k, v in PROGRAM_LIMITS.items())}.", "",
+              "| token | arity | computes |", "|---|---|---|"]
+    for tok, arity in PROGRAM_OPS.items():
+        src = PROGRAM_SOURCES[tok]
+        what = ("x * sigmoid(x)" if src is None else f"`{src[0]}`"
+                + "".join(f" {k}={v!r}" for k, v in src[1].items()))
+        lines.append(f"| `{tok}` | {arity} | {what} |")
+    lines.append("")
     return "\n".join(lines)

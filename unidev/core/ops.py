@@ -41,15 +41,38 @@ def kernel_for(dev: Device, op: str, dtype: str):
     return _kernels[key]
 
 
+def _compiled_for(dev: Device, op: str, dtype: str, attr_list: list):
+    """A tier-4 op's kernel specialized for these attributes by the plugin's kernel_compile
+    (ABI 1.2), cached per (library, op, dtype, attributes); else kernel_lookup's (None if none).
+    The plugin owns compiled code for the process's life, so caching the handle is safe."""
+    lib = dev.library
+    key = (id(lib), op, dtype, tuple((n, v) for n, _, v in attr_list))
+    kernel = _compiled.get(key, _MISSING)
+    if kernel is _MISSING:
+        kernel = None
+        if getattr(lib, "has_kernel_compile", False):
+            kernel = lib.kernel_compile(op, dtype, attr_list)
+        if kernel is None:
+            kernel = kernel_for(dev, op, dtype)
+        _compiled[key] = kernel
+    return kernel
+
+
+_compiled: dict[tuple, Any] = {}
+_MISSING = object()
+
+
 def call_kernel(op: str, inputs: list, outputs: list, attrs: dict) -> None:
     """The plugin's kernel itself, past unidev.ops's own checks (for tests that prove a plugin
     refuses bad input the way the adapters call it); `inputs` may hold None for absent ones."""
     schema = opset.get(op)
     first = next(x for x in [*outputs, *inputs] if x is not None)  # optimizer steps: no outputs
     dev = first.device
-    kernel = kernel_for(dev, op, (inputs[0] if inputs else outputs[0]).dtype)
+    dtype = (inputs[0] if inputs else outputs[0]).dtype
     full = normalize_attrs(schema, attrs)
     attr_list = [(a.name, a.type, full[a.name]) for a in schema.attrs]
+    kernel = (_compiled_for(dev, op, dtype, attr_list) if schema.tier == 4
+              else kernel_for(dev, op, dtype))
     kernel(dev.index, [None if v is None else v.descriptor() for v in inputs],
            [o.descriptor() for o in outputs], attr_list, 0)
 
@@ -152,8 +175,18 @@ def _bind_inputs(schema: opset.OpSchema, args: Sequence[Any]) -> list[DeviceArra
     return bound
 
 
+def _output_names(schema: opset.OpSchema, n: int) -> list[str]:
+    """Output names with a variadic (last) output expanded to `n` outputs in all: ys[0], ..."""
+    names = [o.name for o in schema.outputs]
+    if schema.outputs and schema.outputs[-1].variadic:
+        head = names[:-1]
+        names = head + [f"{names[-1]}[{k}]" for k in range(n - len(head))]
+    return names
+
+
 def _check_inputs(schema: opset.OpSchema, inputs: list, dev: Device | None) -> tuple[Device, str]:
-    names = ([f"tensors[{k}]" for k in range(len(inputs))] if schema.inputs[0].variadic
+    var = schema.inputs[0].name
+    names = ([f"{var}[{k}]" for k in range(len(inputs))] if schema.inputs[0].variadic
              else [i.name for i in schema.inputs])
     specs = ([schema.inputs[0]] * len(inputs) if schema.inputs[0].variadic
              else list(schema.inputs))
@@ -248,20 +281,27 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
         if "dtype" in attrs:
             attrs["dtype"] = op_dtype
     _check_scalars(schema, given, attrs, op_dtype)
+    n_out = None
+    if schema.outputs and schema.outputs[-1].variadic and out is not None:
+        n_out = 1 if isinstance(out, DeviceArray) else len(out)
     out_shapes, targets = shapes.infer(
-        schema, [x.shape if x is not None else None for x in bound], attrs, shape)
+        schema, [x.shape if x is not None else None for x in bound], attrs, shape, n_out)
     views = [x.broadcast_to(t) if x is not None and t is not None and x.shape != t else x
              for x, t in zip(bound, targets, strict=False)] if targets else bound
-    out_dtypes = [_out_dtype(o, op_dtype, attrs) for o in schema.outputs]
+    out_specs = list(schema.outputs)
+    if out_specs and out_specs[-1].variadic:
+        out_specs = out_specs[:-1] + [out_specs[-1]] * (len(out_shapes) - len(out_specs) + 1)
+    out_dtypes = [_out_dtype(o, op_dtype, attrs) for o in out_specs]
     if stream:
         dev.library.check_stream(dev.index, stream, f"{op}: argument 'stream'")
     outs = _outputs(schema, out, out_shapes, out_dtypes, dev, stream)
-    kernel = kernel_for(dev, op, op_dtype)
+    attr_list = [(a.name, a.type, attrs[a.name]) for a in schema.attrs]
+    kernel = (_compiled_for(dev, op, op_dtype, attr_list) if schema.tier == 4
+              else kernel_for(dev, op, op_dtype))
     if kernel is None:
         raise UnsupportedError(f"{op}: plugin '{dev.plugin}' has no kernel for dtype {op_dtype}")
     fresh = out is None and schema.name not in _MUTATES
     targets_out = outs if fresh else _through_temporaries(schema, views, outs, stream)
-    attr_list = [(a.name, a.type, attrs[a.name]) for a in schema.attrs]
     kernel(dev.index, [v.descriptor() if v is not None else None for v in views],
            [o.descriptor() for o in targets_out], attr_list, stream)
     for tmp, o in zip(targets_out, outs, strict=True):
@@ -272,7 +312,7 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
 
 def _outputs(schema, out, out_shapes, out_dtypes, dev, stream) -> list[DeviceArray]:
     op = schema.name
-    names = [o.name for o in schema.outputs]
+    names = _output_names(schema, len(out_shapes))
     if out is None:
         for name, s, d in zip(names, out_shapes, out_dtypes, strict=True):
             nbytes = math.prod(s) * dtypes.itemsize(d)
@@ -328,11 +368,11 @@ def _through_temporaries(schema: opset.OpSchema, views: list, outs: list[DeviceA
         if len(set(out_ids)) == len(out_ids) and \
                 not {id(v.buffer) for v in views if v is not None}.intersection(out_ids):
             return outs  # the common case: each output has an allocation of its own
-    names = [o.name for o in schema.outputs]
+    names = _output_names(schema, len(outs))
     specs = (list(schema.inputs) if not (schema.inputs and schema.inputs[0].variadic)
              else [schema.inputs[0]] * len(views))
     in_names = ([i.name for i in schema.inputs] if not (schema.inputs and schema.inputs[0].variadic)
-                else [f"tensors[{k}]" for k in range(len(views))])
+                else [f"{schema.inputs[0].name}[{k}]" for k in range(len(views))])
     written = [(f"output '{n}'", o) for n, o in zip(names, outs, strict=True)]
     written += [(f"input '{n}' (updated in place)", v)
                 for n, spec, v in zip(in_names, specs, views, strict=True)

@@ -842,6 +842,58 @@ def _adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, state_step, g
 
 
 # ------------------------------------------------------------------------------------------------
+# tier 4: fused ops
+# ------------------------------------------------------------------------------------------------
+
+def _activation(y: np.ndarray, activation: str) -> np.ndarray:
+    from .program import OP_FUNCTIONS
+
+    return y if activation == "none" else OP_FUNCTIONS[activation](y)
+
+
+def _residual(y: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+    if residual is None:
+        return y
+    _need_shape(residual, y.shape, "residual")
+    return y + _f64(residual)
+
+
+def _conv2d_bias_act(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None,
+                     residual: np.ndarray | None, *, stride: tuple, padding: tuple,
+                     dilation: tuple, groups: int, algorithm: str,
+                     activation: str) -> np.ndarray:
+    y = _conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
+                groups=groups, algorithm=algorithm)
+    return _activation(_residual(y, residual), activation)
+
+
+def _gemm_bias_act(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
+                   residual: np.ndarray | None, *, alpha: float, activation: str) -> np.ndarray:
+    y = _gemm(a, b, None, alpha=alpha, beta=0.0)
+    if bias is not None:
+        _need_shape(bias, (y.shape[1],), "bias")
+        y = y + _f64(bias)[None, :]
+    return _activation(_residual(y, residual), activation)
+
+
+def _elementwise_program(*xs: np.ndarray, program: str, reduce: str,
+                         reduce_axes: tuple) -> tuple[np.ndarray, ...]:
+    from . import shapes
+    from .program import evaluate, parse_program
+
+    attrs = {"program": program, "reduce": reduce, "reduce_axes": reduce_axes}
+    # the op set's one shape rule validates the program and the axes (messages name the token)
+    shapes.infer(opset.get("elementwise_program"), [x.shape for x in xs], attrs)
+    prog = parse_program(program, len(xs))
+    ys = evaluate(prog, xs)
+    if reduce == "none":
+        return tuple(ys)
+    axes = tuple(attrs["reduce_axes"])
+    fn = {"sum": np.sum, "mean": _mean, "max": np.max, "min": np.min}[reduce]
+    return tuple(np.asarray(fn(y, axis=axes)) for y in ys)
+
+
+# ------------------------------------------------------------------------------------------------
 # the table
 # ------------------------------------------------------------------------------------------------
 
@@ -930,6 +982,9 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "pad_constant": _pad_constant,
     "sgd_update": _sgd_update,
     "adam_update": _adam_update,
+    "conv2d_bias_act": _conv2d_bias_act,
+    "gemm_bias_act": _gemm_bias_act,
+    "elementwise_program": _elementwise_program,
 }
 
 
@@ -1061,16 +1116,27 @@ def _check_broadcast(schema: opset.OpSchema, ins: list) -> None:
         raise _Invalid(f"{schema.name}: input shapes do not broadcast: {shapes}") from None
 
 
-def _out_dtypes(schema: opset.OpSchema, dtype: str, attrs: dict) -> list[np.dtype]:
+def _out_dtypes(schema: opset.OpSchema, dtype: str, attrs: dict, n: int) -> list[np.dtype]:
+    """Per output (a variadic one expanded to the `n` results)."""
     rules = {"same": dtype}
+    outs = list(schema.outputs)
+    if outs and outs[-1].variadic:
+        outs = outs[:-1] + [outs[-1]] * (n - len(outs) + 1)
     return [np.dtype(rules.get(o.dtype) or (attrs[o.dtype[5:]] if o.dtype.startswith("attr:")
-                                            else o.dtype)) for o in schema.outputs]
+                                            else o.dtype)) for o in outs]
+
+
+def _out_name(schema: opset.OpSchema, i: int) -> str:
+    last = schema.outputs[-1]
+    if last.variadic and i >= len(schema.outputs) - 1:
+        return f"{last.name}[{i - len(schema.outputs) + 1}]"
+    return schema.outputs[i].name
 
 
 def _finish(schema: opset.OpSchema, result: Any, want: list[np.dtype], ins: list,
             out: Sequence | None) -> tuple[np.ndarray, ...]:
     results = result if isinstance(result, tuple) else (result,)
-    assert len(results) == len(schema.outputs), schema.name
+    assert len(results) == len(want), schema.name
     final = []
     for r, dt in zip(results, want, strict=True):
         y = np.asarray(r)
@@ -1081,9 +1147,11 @@ def _finish(schema: opset.OpSchema, result: Any, want: list[np.dtype], ins: list
         final.append(y)
     if out is None:
         return tuple(final)
+    if len(out) != len(final):
+        raise _Invalid(f"{schema.name}: out must hold {len(final)} array(s), got {len(out)}")
     for i, (y, o) in enumerate(zip(final, out, strict=True)):
         if o.shape != y.shape or o.dtype != y.dtype:
-            raise _Invalid(f"{schema.name}: out[{i}] ({schema.outputs[i].name}) must have "
+            raise _Invalid(f"{schema.name}: out[{i}] ({_out_name(schema, i)}) must have "
                              f"shape {y.shape} and dtype {y.dtype}, got {o.shape} {o.dtype}")
         np.copyto(o, y)
     return tuple(out)
@@ -1106,7 +1174,7 @@ def run(op: str, inputs: Sequence[np.ndarray | None], attrs: dict | None = None,
     at = _fill_attrs(schema, attrs)
     if out is not None:
         out = [_as_array(op, f"out[{i}]", o) for i, o in enumerate(out)]
-        if len(out) != len(schema.outputs):
+        if len(out) != len(schema.outputs) and not schema.outputs[-1].variadic:
             raise _Invalid(f"{op}: out must hold {len(schema.outputs)} array(s), got "
                              f"{len(out)}")
     needs_like = not schema.inputs and schema.outputs[0].dtype == "same"
@@ -1121,4 +1189,5 @@ def run(op: str, inputs: Sequence[np.ndarray | None], attrs: dict | None = None,
             result = KERNELS[op](*ins, **kwargs)
     except _Bad as e:
         raise _Invalid(f"{op}: {e}") from None
-    return _finish(schema, result, _out_dtypes(schema, dtype, at), ins, out)
+    n = len(result) if isinstance(result, tuple) else 1
+    return _finish(schema, result, _out_dtypes(schema, dtype, at, n), ins, out)

@@ -357,6 +357,59 @@ def _optimizer(op, shapes, attrs):
     return [], [None] * len(shapes)
 
 
+def _conv2d_bias_act(op, shapes, attrs):
+    x, w, b, r = shapes
+    (out,), _ = _conv2d(op, [x, w, b], attrs)
+    if r is not None and r != out:
+        raise _err(op, "input 'residual'", f"shape {r}: expected the output's {out}")
+    return [out], [None] * 4
+
+
+def _gemm_bias_act(op, shapes, attrs):
+    a, b, bias, r = shapes
+    if len(a) != 2 or len(b) != 2:
+        raise _err(op, "inputs", f"a {a} and b {b}: expected 2-D matrices [M, K] and [K, N]")
+    if a[1] != b[0]:
+        raise _err(op, "input 'b'", f"shape {b}: inner dim {b[0]} != a's {a[1]}")
+    out = (a[0], b[1])
+    if bias is not None and bias != (b[1],):
+        raise _err(op, "input 'bias'", f"shape {bias}: expected ({b[1]},)")
+    if r is not None and r != out:
+        raise _err(op, "input 'residual'", f"shape {r}: expected the output's {out}")
+    return [out], [None] * 4
+
+
+def _program(op, shapes, attrs):
+    """elementwise_program: inputs broadcast to S; the program is validated here (for every
+    caller: unidev.ops, the reference's callers, the graph layer); reduce_axes normalized to
+    the sorted trailing axes of S."""
+    from .program import parse_program
+
+    if not shapes:
+        raise _err(op, "input 'xs'", "is empty: expected at least one tensor")
+    names = attrs["__input_names__"]
+    s = broadcast_shapes(op, shapes, names)
+    prog = parse_program(attrs["program"], len(shapes), attrs["__num_outputs__"], op)
+    axes = _axes(op, attrs, len(s), "reduce_axes") if s or attrs["reduce_axes"] else ()
+    if attrs["reduce"] == "none":
+        if axes:
+            raise _err(op, "attribute 'reduce_axes'", f"= {tuple(attrs['reduce_axes'])}: "
+                       "expected () when reduce is 'none'")
+        out = s
+    else:
+        trailing = tuple(range(len(s) - len(axes), len(s)))
+        if not axes or len(s) == 0 or axes != trailing:
+            raise _err(op, "attribute 'reduce_axes'", f"= {tuple(attrs['reduce_axes'])} for S = "
+                       f"{s}: expected one or more trailing axes of S (e.g. ({len(s) - 1},)) "
+                       f"when reduce is {attrs['reduce']!r}")
+        if attrs["reduce"] in ("max", "min") and any(s[a] == 0 for a in axes):
+            raise _err(op, "inputs", f"have the shape {s}: reduce={attrs['reduce']!r} over an "
+                       "empty axis")
+        out = s[:len(s) - len(axes)]
+    attrs["reduce_axes"] = axes
+    return [out] * prog.num_outputs, [s] * len(shapes)
+
+
 RULES: dict[str, Rule] = {
     "same": _same,
     "broadcast": _broadcast,
@@ -379,29 +432,36 @@ RULES: dict[str, Rule] = {
     "pad": _pad,
     "softmax": _softmax_like,
     "optimizer": _optimizer,
+    "conv2d_bias_act": _conv2d_bias_act,
+    "gemm_bias_act": _gemm_bias_act,
+    "program": _program,
 }
 
 # ops whose generic "same" rule also normalizes an axis attribute
 _SOFTMAX_OPS = {"softmax", "log_softmax", "softmax_backward", "log_softmax_backward"}
 
 
-def infer(schema, shapes: list, attrs: dict,
-          out_shape: Sequence[int] | None = None) -> tuple[list[Shape], list[Shape | None]]:
+def infer(schema, shapes: list, attrs: dict, out_shape: Sequence[int] | None = None,
+          num_outputs: int | None = None) -> tuple[list[Shape], list[Shape | None]]:
     """Output shapes and input broadcast targets for `schema`; normalizes `attrs` in place.
 
     Normalization is part of the contract: kernels receive axes non-negative and sorted, pooling
-    strides filled from kernel_size, and 2-element stride/padding/dilation lists.
+    strides filled from kernel_size, and 2-element stride/padding/dilation lists. `num_outputs`
+    is the caller's count for a variadic output (None: as many as the op's attributes say, e.g.
+    the outputs elementwise_program's program writes).
     """
     rule = "softmax" if schema.name in _SOFTMAX_OPS else schema.shape
     ctx = dict(attrs)
-    ctx["__num_outputs__"] = len(schema.outputs)
+    variadic_out = any(o.variadic for o in schema.outputs)
+    ctx["__num_outputs__"] = num_outputs if variadic_out else len(schema.outputs)
     if schema.shape == "none":
         if out_shape is None or any(int(d) < 0 for d in out_shape):
             raise _err(schema.name, "argument 'shape'", f"= {out_shape}: expected non-negative "
                        "ints (ops without inputs need an explicit output shape)")
         ctx["__shape__"] = tuple(out_shape)
     ctx["__input_names__"] = [i.name for i in schema.inputs] if not any(
-        i.variadic for i in schema.inputs) else [f"tensors[{k}]" for k in range(len(shapes))]
+        i.variadic for i in schema.inputs) else [f"{schema.inputs[0].name}[{k}]"
+                                                  for k in range(len(shapes))]
     outs, targets = RULES[rule](schema.name, list(shapes), ctx)
     for k in list(attrs):
         attrs[k] = ctx[k]

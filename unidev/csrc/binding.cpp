@@ -547,6 +547,12 @@ class Library : public std::enable_shared_from_this<Library> {
     return py::cast(std::make_shared<Kernel>(shared_from_this(), op, fn));
   }
 
+  // ABI 1.2: a kernel specialized for these attributes; None when the plugin has no
+  // kernel_compile (1.0/1.1 tables, or NULL) or no specialization for them.
+  bool has_kernel_compile() const { return UD_API_HAS(api_, kernel_compile); }
+  py::object kernel_compile(const std::string& op, const std::string& dtype,
+                            const py::object& attrs);
+
   size_t live_allocations() {
     std::lock_guard<std::mutex> g(mu_);
     return allocs_.size();
@@ -716,6 +722,9 @@ struct AttrArg {
   std::vector<int64_t> ints;
 };
 
+void parse_attrs(const std::string& op_, const py::list& attrs, std::vector<AttrArg>& at);
+std::vector<UD_Attr> attr_views(std::vector<AttrArg>& at);
+
 void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
                   const py::object& outputs_obj, const py::object& attrs_obj,
                   const py::object& stream_obj) {
@@ -737,7 +746,39 @@ void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
       raise_code(UD_ERR_INVALID_ARGUMENT, op_ + ": output " + std::to_string(i) + " is None");
     fill_tensor(lib, device, op_ + ": output " + std::to_string(i), outputs[i], out[i]);
   }
-  std::vector<AttrArg> at(attrs.size());
+  std::vector<AttrArg> at;
+  parse_attrs(op_, attrs, at);
+  // every operand's previous use (on whichever stream) comes before this kernel
+  for (auto* group : {&in, &out})
+    for (auto& t : *group)
+      if (t.t.ndim >= 0 && t.last_stream != stream) lib.use(t.t.handle, stream);
+  // pointers into the vectors only once they no longer move
+  std::vector<UD_Tensor> tin, tout;
+  for (auto& t : in) tin.push_back(t.t);
+  for (auto& t : out) tout.push_back(t.t);
+  std::vector<UD_Attr> tattr = attr_views(at);
+  UD_KernelArgs args;
+  std::memset(&args, 0, sizeof args);
+  args.struct_size = sizeof args;
+  args.device = device;
+  args.stream = ustream;
+  args.inputs = tin.data();
+  args.num_inputs = int32_t(tin.size());
+  args.outputs = tout.data();
+  args.num_outputs = int32_t(tout.size());
+  args.attrs = tattr.data();
+  args.num_attrs = int32_t(tattr.size());
+  UD_Error* err;
+  {
+    py::gil_scoped_release nogil;
+    err = fn_(&args);
+  }
+  lib.check(err, op_);
+}
+
+// (name, type, value) tuples -> attributes; strings and ints live in `at`.
+void parse_attrs(const std::string& op_, const py::list& attrs, std::vector<AttrArg>& at) {
+  at.resize(attrs.size());
   for (size_t i = 0; i < at.size(); ++i) {
     if (!PyTuple_Check(attrs[i].ptr()) || PyTuple_GET_SIZE(attrs[i].ptr()) != 3)
       raise_code(UD_ERR_INVALID_ARGUMENT, op_ + ": attrs[" + std::to_string(i) + "] = " +
@@ -779,15 +820,12 @@ void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
                                               "', expected int, float, bool, str or ints");
     }
   }
-  // every operand's previous use (on whichever stream) comes before this kernel
-  for (auto* group : {&in, &out})
-    for (auto& t : *group)
-      if (t.t.ndim >= 0 && t.last_stream != stream) lib.use(t.t.handle, stream);
-  // pointers into the vectors only once they no longer move
-  std::vector<UD_Tensor> tin, tout;
+}
+
+// The UD_Attr array over `at` (valid while `at` lives and does not move).
+std::vector<UD_Attr> attr_views(std::vector<AttrArg>& at) {
   std::vector<UD_Attr> tattr;
-  for (auto& t : in) tin.push_back(t.t);
-  for (auto& t : out) tout.push_back(t.t);
+  tattr.reserve(at.size());
   for (auto& a : at) {
     if (a.a.type == UD_ATTR_STRING) a.a.value.s = a.str.c_str();
     if (a.a.type == UD_ATTR_INTS) {
@@ -797,23 +835,26 @@ void Kernel::call(const py::object& device_obj, const py::object& inputs_obj,
     a.a.name = a.name.c_str();
     tattr.push_back(a.a);
   }
-  UD_KernelArgs args;
-  std::memset(&args, 0, sizeof args);
-  args.struct_size = sizeof args;
-  args.device = device;
-  args.stream = ustream;
-  args.inputs = tin.data();
-  args.num_inputs = int32_t(tin.size());
-  args.outputs = tout.data();
-  args.num_outputs = int32_t(tout.size());
-  args.attrs = tattr.data();
-  args.num_attrs = int32_t(tattr.size());
+  return tattr;
+}
+
+py::object Library::kernel_compile(const std::string& op, const std::string& dtype,
+                                   const py::object& attrs_obj) {
+  if (!PyList_Check(attrs_obj.ptr())) bad_arg(attrs_obj, op, "attrs", -1, "a list");
+  if (!has_kernel_compile()) return py::none();
+  std::vector<AttrArg> at;
+  parse_attrs(op, py::reinterpret_borrow<py::list>(attrs_obj), at);
+  std::vector<UD_Attr> tattr = attr_views(at);
+  UD_DType dt = parse_dtype(dtype, op);
+  UD_KernelFn fn = nullptr;
   UD_Error* err;
   {
-    py::gil_scoped_release nogil;
-    err = fn_(&args);
+    py::gil_scoped_release nogil;  // a plugin may run a compiler here
+    err = api_->kernel_compile(op.c_str(), dt, tattr.data(), int32_t(tattr.size()), &fn);
   }
-  lib.check(err, op_);
+  check(err, "kernel_compile(" + op + ", " + dtype + ")");
+  if (!fn) return py::none();
+  return py::cast(std::make_shared<Kernel>(shared_from_this(), op, fn));
 }
 
 // ---- DLPack export ----------------------------------------------------------------------------
@@ -886,6 +927,7 @@ PYBIND11_MODULE(_C, m) {
   // the table sizes unidev.h defines per ABI version (the conformance suite checks its mirror)
   m.attr("API_SIZE_1_0") = size_t(UD_API_SIZE_1_0);
   m.attr("API_SIZE_1_1") = size_t(UD_API_SIZE_1_1);
+  m.attr("API_SIZE_1_2") = size_t(UD_API_SIZE_1_2);
   m.attr("API_SIZE") = sizeof(UD_Api);
   py::dict offsets;
   py::list required;
@@ -893,6 +935,7 @@ PYBIND11_MODULE(_C, m) {
 #define UD_REQUIRED_(f) required.append(#f);
   UD_OFFSET_(struct_size) UD_OFFSET_(abi_major) UD_OFFSET_(abi_minor) UD_OFFSET_(plugin_name)
   UD_OFFSET_(plugin_version) UD_API_1_0_FUNCTIONS(UD_OFFSET_) UD_OFFSET_(mem_device)
+  UD_OFFSET_(kernel_compile)
   UD_API_1_0_FUNCTIONS(UD_REQUIRED_)
 #undef UD_OFFSET_
 #undef UD_REQUIRED_
@@ -1002,6 +1045,12 @@ PYBIND11_MODULE(_C, m) {
       .def("kernel", [](Library& l, const py::object& op, const py::object& dt) {
              return l.kernel(to_str(op, "kernel", "op"), to_str(dt, "kernel", "dtype"));
            }, py::arg("op"), py::arg("dtype"))
+      .def_property_readonly("has_kernel_compile", &Library::has_kernel_compile)
+      .def("kernel_compile", [](Library& l, const py::object& op, const py::object& dt,
+                                const py::object& attrs) {
+             return l.kernel_compile(to_str(op, "kernel_compile", "op"),
+                                     to_str(dt, "kernel_compile", "dtype"), attrs);
+           }, py::arg("op"), py::arg("dtype"), py::arg("attrs"))
       .def("live_allocations", &Library::live_allocations);
 
   m.def("make_dlpack", &make_dlpack, py::arg("data"), py::arg("device_type"),

@@ -179,7 +179,10 @@ static inline int ud_dtype_from_name(const char* name) {
   X(CONCAT, "concat", 2) \
   X(PAD_CONSTANT, "pad_constant", 2) \
   X(SGD_UPDATE, "sgd_update", 2) \
-  X(ADAM_UPDATE, "adam_update", 2)
+  X(ADAM_UPDATE, "adam_update", 2) \
+  X(CONV2D_BIAS_ACT, "conv2d_bias_act", 4) \
+  X(GEMM_BIAS_ACT, "gemm_bias_act", 4) \
+  X(ELEMENTWISE_PROGRAM, "elementwise_program", 4)
 
 typedef enum UD_OpId {
   UD_OP_COPY,
@@ -262,6 +265,9 @@ typedef enum UD_OpId {
   UD_OP_PAD_CONSTANT,
   UD_OP_SGD_UPDATE,
   UD_OP_ADAM_UPDATE,
+  UD_OP_CONV2D_BIAS_ACT,
+  UD_OP_GEMM_BIAS_ACT,
+  UD_OP_ELEMENTWISE_PROGRAM,
   UD_OP_COUNT
 } UD_OpId;
 
@@ -680,6 +686,32 @@ typedef enum UD_OpId {
 #define UD_ATTR_ADAM_UPDATE_BIAS_CORRECTION 8
 #define UD_ATTR_ADAM_UPDATE_NESTEROV        9
 
+#define UD_IN_CONV2D_BIAS_ACT_X            0
+#define UD_IN_CONV2D_BIAS_ACT_WEIGHT       1
+#define UD_IN_CONV2D_BIAS_ACT_BIAS         2
+#define UD_IN_CONV2D_BIAS_ACT_RESIDUAL     3
+#define UD_OUT_CONV2D_BIAS_ACT_Y           0
+#define UD_ATTR_CONV2D_BIAS_ACT_STRIDE     0
+#define UD_ATTR_CONV2D_BIAS_ACT_PADDING    1
+#define UD_ATTR_CONV2D_BIAS_ACT_DILATION   2
+#define UD_ATTR_CONV2D_BIAS_ACT_GROUPS     3
+#define UD_ATTR_CONV2D_BIAS_ACT_ALGORITHM  4
+#define UD_ATTR_CONV2D_BIAS_ACT_ACTIVATION 5
+
+#define UD_IN_GEMM_BIAS_ACT_A            0
+#define UD_IN_GEMM_BIAS_ACT_B            1
+#define UD_IN_GEMM_BIAS_ACT_BIAS         2
+#define UD_IN_GEMM_BIAS_ACT_RESIDUAL     3
+#define UD_OUT_GEMM_BIAS_ACT_OUT         0
+#define UD_ATTR_GEMM_BIAS_ACT_ALPHA      0
+#define UD_ATTR_GEMM_BIAS_ACT_ACTIVATION 1
+
+#define UD_IN_ELEMENTWISE_PROGRAM_XS            0
+#define UD_OUT_ELEMENTWISE_PROGRAM_YS           0
+#define UD_ATTR_ELEMENTWISE_PROGRAM_PROGRAM     0
+#define UD_ATTR_ELEMENTWISE_PROGRAM_REDUCE      1
+#define UD_ATTR_ELEMENTWISE_PROGRAM_REDUCE_AXES 2
+
 typedef enum UD_ScalarRule {
   UD_SCALAR_NONE = 0,     /* a plain float attribute */
   UD_SCALAR_VALUE = 1,    /* a value of the op's dtype (ud_kit_check_scalar, integral 0) */
@@ -716,6 +748,8 @@ typedef struct UD_OpInfo {
   uint32_t dtypes;           /* UD_DTM_* of the op's dtypes (first input's) */
   int32_t broadcast;         /* inputs arrive pre-broadcast to the output shape */
   uint32_t mutated_inputs;   /* bit i: the kernel updates input i in place */
+  int32_t variadic_output;   /* index of the variadic (last) output, -1 if none: calls
+                              * pass num_outputs >= num_outputs (ABI 1.2's tier 4) */
 } UD_OpInfo;
 
 /* the signature of op `op` (a UD_OpId), NULL when out of range */
@@ -1122,153 +1156,209 @@ static inline const UD_OpInfo* ud_op_info(int op) {
       {"bias_correction", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 1, NULL, NULL, 0, NULL, 0},
       {"nesterov", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
   };
+  static const char* const ud_op_conv2d_bias_act_in[] = {"x", "weight", "bias", "residual"};
+  static const char* const ud_op_conv2d_bias_act_out[] = {"y"};
+  static const int64_t ud_op_conv2d_bias_act_stride_default[] = {1, 1};
+  static const int64_t ud_op_conv2d_bias_act_padding_default[] = {0, 0};
+  static const int64_t ud_op_conv2d_bias_act_dilation_default[] = {1, 1};
+  static const char* const ud_op_conv2d_bias_act_activation_choices[] = {"none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu"};
+  static const UD_AttrInfo ud_op_conv2d_bias_act_attrs[] = {
+      {"stride", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL,
+       ud_op_conv2d_bias_act_stride_default, 2, NULL, 0},
+      {"padding", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL,
+       ud_op_conv2d_bias_act_padding_default, 2, NULL, 0},
+      {"dilation", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL,
+       ud_op_conv2d_bias_act_dilation_default, 2, NULL, 0},
+      {"groups", UD_ATTR_INT, UD_SCALAR_NONE, 1, 0.0, 0, NULL, NULL, 0, NULL, 0},
+      {"algorithm", UD_ATTR_STRING, UD_SCALAR_NONE, 0, 0.0, 0, "auto", NULL, 0, NULL, 0},
+      {"activation", UD_ATTR_STRING, UD_SCALAR_NONE, 0, 0.0, 0, "none", NULL, 0,
+       ud_op_conv2d_bias_act_activation_choices, 7},
+  };
+  static const char* const ud_op_gemm_bias_act_in[] = {"a", "b", "bias", "residual"};
+  static const char* const ud_op_gemm_bias_act_out[] = {"out"};
+  static const char* const ud_op_gemm_bias_act_activation_choices[] = {"none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu"};
+  static const UD_AttrInfo ud_op_gemm_bias_act_attrs[] = {
+      {"alpha", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"activation", UD_ATTR_STRING, UD_SCALAR_NONE, 0, 0.0, 0, "none", NULL, 0,
+       ud_op_gemm_bias_act_activation_choices, 7},
+  };
+  static const char* const ud_op_elementwise_program_in[] = {"xs"};
+  static const char* const ud_op_elementwise_program_out[] = {"ys"};
+  static const char* const ud_op_elementwise_program_reduce_choices[] = {"none", "sum", "mean", "max", "min"};
+  static const UD_AttrInfo ud_op_elementwise_program_attrs[] = {
+      {"program", UD_ATTR_STRING, UD_SCALAR_NONE, 0, 0.0, 0, "", NULL, 0, NULL, 0},
+      {"reduce", UD_ATTR_STRING, UD_SCALAR_NONE, 0, 0.0, 0, "none", NULL, 0,
+       ud_op_elementwise_program_reduce_choices, 5},
+      {"reduce_axes", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+  };
   static const UD_OpInfo table[UD_OP_COUNT] = {
-      {"copy", 0, 1, -1, 0x0u, ud_op_copy_in, 1, ud_op_copy_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
-      {"fill", 0, 0, -1, 0x0u, NULL, 1, ud_op_fill_out, 1, ud_op_fill_attrs, UD_DTM_ALL, 0, 0x0u},
-      {"zero", 0, 0, -1, 0x0u, NULL, 1, ud_op_zero_out, 0, NULL, UD_DTM_ALL, 0, 0x0u},
+      {"copy", 0, 1, -1, 0x0u, ud_op_copy_in, 1, ud_op_copy_out, 0, NULL, UD_DTM_ALL, 1, 0x0u, -1},
+      {"fill", 0, 0, -1, 0x0u, NULL, 1, ud_op_fill_out, 1, ud_op_fill_attrs, UD_DTM_ALL, 0, 0x0u,
+       -1},
+      {"zero", 0, 0, -1, 0x0u, NULL, 1, ud_op_zero_out, 0, NULL, UD_DTM_ALL, 0, 0x0u, -1},
       {"cast", 0, 1, -1, 0x0u, ud_op_cast_in, 1, ud_op_cast_out, 1, ud_op_cast_attrs, UD_DTM_ALL, 1,
-       0x0u},
+       0x0u, -1},
       {"arange", 0, 0, -1, 0x0u, NULL, 1, ud_op_arange_out, 4, ud_op_arange_attrs, UD_DTM_NUMERIC,
-       0, 0x0u},
-      {"neg", 1, 1, -1, 0x0u, ud_op_neg_in, 1, ud_op_neg_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
-      {"abs", 1, 1, -1, 0x0u, ud_op_abs_in, 1, ud_op_abs_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
-      {"exp", 1, 1, -1, 0x0u, ud_op_exp_in, 1, ud_op_exp_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"log", 1, 1, -1, 0x0u, ud_op_log_in, 1, ud_op_log_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       0, 0x0u, -1},
+      {"neg", 1, 1, -1, 0x0u, ud_op_neg_in, 1, ud_op_neg_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
+      {"abs", 1, 1, -1, 0x0u, ud_op_abs_in, 1, ud_op_abs_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
+      {"exp", 1, 1, -1, 0x0u, ud_op_exp_in, 1, ud_op_exp_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
+      {"log", 1, 1, -1, 0x0u, ud_op_log_in, 1, ud_op_log_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
       {"sqrt", 1, 1, -1, 0x0u, ud_op_sqrt_in, 1, ud_op_sqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
+       0x0u, -1},
       {"rsqrt", 1, 1, -1, 0x0u, ud_op_rsqrt_in, 1, ud_op_rsqrt_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
+       0x0u, -1},
       {"reciprocal", 1, 1, -1, 0x0u, ud_op_reciprocal_in, 1, ud_op_reciprocal_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"sin", 1, 1, -1, 0x0u, ud_op_sin_in, 1, ud_op_sin_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"cos", 1, 1, -1, 0x0u, ud_op_cos_in, 1, ud_op_cos_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"sin", 1, 1, -1, 0x0u, ud_op_sin_in, 1, ud_op_sin_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
+      {"cos", 1, 1, -1, 0x0u, ud_op_cos_in, 1, ud_op_cos_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
       {"tanh", 1, 1, -1, 0x0u, ud_op_tanh_in, 1, ud_op_tanh_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
+       0x0u, -1},
       {"sigmoid", 1, 1, -1, 0x0u, ud_op_sigmoid_in, 1, ud_op_sigmoid_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"relu", 1, 1, -1, 0x0u, ud_op_relu_in, 1, ud_op_relu_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"relu", 1, 1, -1, 0x0u, ud_op_relu_in, 1, ud_op_relu_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u,
+       -1},
       {"gelu", 1, 1, -1, 0x0u, ud_op_gelu_in, 1, ud_op_gelu_out, 1, ud_op_gelu_attrs,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"erf", 1, 1, -1, 0x0u, ud_op_erf_in, 1, ud_op_erf_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"erf", 1, 1, -1, 0x0u, ud_op_erf_in, 1, ud_op_erf_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
       {"floor", 1, 1, -1, 0x0u, ud_op_floor_in, 1, ud_op_floor_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
+       0x0u, -1},
       {"ceil", 1, 1, -1, 0x0u, ud_op_ceil_in, 1, ud_op_ceil_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
+       0x0u, -1},
       {"round", 1, 1, -1, 0x0u, ud_op_round_in, 1, ud_op_round_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
-       0x0u},
-      {"sign", 1, 1, -1, 0x0u, ud_op_sign_in, 1, ud_op_sign_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+       0x0u, -1},
+      {"sign", 1, 1, -1, 0x0u, ud_op_sign_in, 1, ud_op_sign_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u,
+       -1},
       {"square", 1, 1, -1, 0x0u, ud_op_square_in, 1, ud_op_square_out, 0, NULL, UD_DTM_NUMERIC, 1,
-       0x0u},
+       0x0u, -1},
       {"logical_not", 1, 1, -1, 0x0u, ud_op_logical_not_in, 1, ud_op_logical_not_out, 0, NULL,
-       UD_DTM_ALL, 1, 0x0u},
+       UD_DTM_ALL, 1, 0x0u, -1},
       {"add", 1, 2, -1, 0x0u, ud_op_add_in, 1, ud_op_add_out, 1, ud_op_add_attrs, UD_DTM_NUMERIC, 1,
-       0x0u},
+       0x0u, -1},
       {"sub", 1, 2, -1, 0x0u, ud_op_sub_in, 1, ud_op_sub_out, 1, ud_op_sub_attrs, UD_DTM_NUMERIC, 1,
-       0x0u},
-      {"mul", 1, 2, -1, 0x0u, ud_op_mul_in, 1, ud_op_mul_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
-      {"div", 1, 2, -1, 0x0u, ud_op_div_in, 1, ud_op_div_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
-      {"pow", 1, 2, -1, 0x0u, ud_op_pow_in, 1, ud_op_pow_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       0x0u, -1},
+      {"mul", 1, 2, -1, 0x0u, ud_op_mul_in, 1, ud_op_mul_out, 0, NULL, UD_DTM_ALL, 1, 0x0u, -1},
+      {"div", 1, 2, -1, 0x0u, ud_op_div_in, 1, ud_op_div_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
+      {"pow", 1, 2, -1, 0x0u, ud_op_pow_in, 1, ud_op_pow_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
       {"maximum", 1, 2, -1, 0x0u, ud_op_maximum_in, 1, ud_op_maximum_out, 0, NULL, UD_DTM_NUMERIC,
-       1, 0x0u},
+       1, 0x0u, -1},
       {"minimum", 1, 2, -1, 0x0u, ud_op_minimum_in, 1, ud_op_minimum_out, 0, NULL, UD_DTM_NUMERIC,
-       1, 0x0u},
-      {"eq", 1, 2, -1, 0x0u, ud_op_eq_in, 1, ud_op_eq_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
-      {"ne", 1, 2, -1, 0x0u, ud_op_ne_in, 1, ud_op_ne_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
-      {"lt", 1, 2, -1, 0x0u, ud_op_lt_in, 1, ud_op_lt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
-      {"le", 1, 2, -1, 0x0u, ud_op_le_in, 1, ud_op_le_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
-      {"gt", 1, 2, -1, 0x0u, ud_op_gt_in, 1, ud_op_gt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
-      {"ge", 1, 2, -1, 0x0u, ud_op_ge_in, 1, ud_op_ge_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u},
+       1, 0x0u, -1},
+      {"eq", 1, 2, -1, 0x0u, ud_op_eq_in, 1, ud_op_eq_out, 0, NULL, UD_DTM_ALL, 1, 0x0u, -1},
+      {"ne", 1, 2, -1, 0x0u, ud_op_ne_in, 1, ud_op_ne_out, 0, NULL, UD_DTM_ALL, 1, 0x0u, -1},
+      {"lt", 1, 2, -1, 0x0u, ud_op_lt_in, 1, ud_op_lt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
+      {"le", 1, 2, -1, 0x0u, ud_op_le_in, 1, ud_op_le_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
+      {"gt", 1, 2, -1, 0x0u, ud_op_gt_in, 1, ud_op_gt_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
+      {"ge", 1, 2, -1, 0x0u, ud_op_ge_in, 1, ud_op_ge_out, 0, NULL, UD_DTM_NUMERIC, 1, 0x0u, -1},
       {"logical_and", 1, 2, -1, 0x0u, ud_op_logical_and_in, 1, ud_op_logical_and_out, 0, NULL,
-       UD_DTM_ALL, 1, 0x0u},
+       UD_DTM_ALL, 1, 0x0u, -1},
       {"logical_or", 1, 2, -1, 0x0u, ud_op_logical_or_in, 1, ud_op_logical_or_out, 0, NULL,
-       UD_DTM_ALL, 1, 0x0u},
-      {"where", 1, 3, -1, 0x0u, ud_op_where_in, 1, ud_op_where_out, 0, NULL, UD_DTM_ALL, 1, 0x0u},
+       UD_DTM_ALL, 1, 0x0u, -1},
+      {"where", 1, 3, -1, 0x0u, ud_op_where_in, 1, ud_op_where_out, 0, NULL, UD_DTM_ALL, 1, 0x0u,
+       -1},
       {"addcmul", 1, 3, -1, 0x0u, ud_op_addcmul_in, 1, ud_op_addcmul_out, 1, ud_op_addcmul_attrs,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"addcdiv", 1, 3, -1, 0x0u, ud_op_addcdiv_in, 1, ud_op_addcdiv_out, 1, ud_op_addcdiv_attrs,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"lerp", 1, 2, -1, 0x0u, ud_op_lerp_in, 1, ud_op_lerp_out, 1, ud_op_lerp_attrs,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"threshold_backward", 1, 2, -1, 0x0u, ud_op_threshold_backward_in, 1,
-       ud_op_threshold_backward_out, 1, ud_op_threshold_backward_attrs, UD_DTM_NUMERIC, 1, 0x0u},
+       ud_op_threshold_backward_out, 1, ud_op_threshold_backward_attrs, UD_DTM_NUMERIC, 1, 0x0u,
+       -1},
       {"sigmoid_backward", 1, 2, -1, 0x0u, ud_op_sigmoid_backward_in, 1, ud_op_sigmoid_backward_out,
-       0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"tanh_backward", 1, 2, -1, 0x0u, ud_op_tanh_backward_in, 1, ud_op_tanh_backward_out, 0, NULL,
-       UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"gelu_backward", 1, 2, -1, 0x0u, ud_op_gelu_backward_in, 1, ud_op_gelu_backward_out, 1,
-       ud_op_gelu_backward_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       ud_op_gelu_backward_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"sum", 1, 1, -1, 0x0u, ud_op_sum_in, 1, ud_op_sum_out, 2, ud_op_sum_attrs, UD_DTM_NUMERIC, 0,
-       0x0u},
+       0x0u, -1},
       {"mean", 1, 1, -1, 0x0u, ud_op_mean_in, 1, ud_op_mean_out, 2, ud_op_mean_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"max", 1, 1, -1, 0x0u, ud_op_max_in, 1, ud_op_max_out, 2, ud_op_max_attrs, UD_DTM_NUMERIC, 0,
-       0x0u},
+       0x0u, -1},
       {"min", 1, 1, -1, 0x0u, ud_op_min_in, 1, ud_op_min_out, 2, ud_op_min_attrs, UD_DTM_NUMERIC, 0,
-       0x0u},
+       0x0u, -1},
       {"prod", 1, 1, -1, 0x0u, ud_op_prod_in, 1, ud_op_prod_out, 2, ud_op_prod_attrs,
-       UD_DTM_NUMERIC, 0, 0x0u},
+       UD_DTM_NUMERIC, 0, 0x0u, -1},
       {"argmax", 1, 1, -1, 0x0u, ud_op_argmax_in, 1, ud_op_argmax_out, 2, ud_op_argmax_attrs,
-       UD_DTM_NUMERIC, 0, 0x0u},
+       UD_DTM_NUMERIC, 0, 0x0u, -1},
       {"argmin", 1, 1, -1, 0x0u, ud_op_argmin_in, 1, ud_op_argmin_out, 2, ud_op_argmin_attrs,
-       UD_DTM_NUMERIC, 0, 0x0u},
+       UD_DTM_NUMERIC, 0, 0x0u, -1},
       {"matmul", 1, 2, -1, 0x0u, ud_op_matmul_in, 1, ud_op_matmul_out, 0, NULL, UD_DTM_FLOAT_GROUP,
-       0, 0x0u},
+       0, 0x0u, -1},
       {"gemm", 1, 3, -1, 0x4u, ud_op_gemm_in, 1, ud_op_gemm_out, 2, ud_op_gemm_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"conv2d", 2, 3, -1, 0x4u, ud_op_conv2d_in, 1, ud_op_conv2d_out, 5, ud_op_conv2d_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"conv2d_backward_input", 2, 2, -1, 0x0u, ud_op_conv2d_backward_input_in, 1,
        ud_op_conv2d_backward_input_out, 6, ud_op_conv2d_backward_input_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"conv2d_backward_weight", 2, 2, -1, 0x0u, ud_op_conv2d_backward_weight_in, 1,
        ud_op_conv2d_backward_weight_out, 6, ud_op_conv2d_backward_weight_attrs, UD_DTM_FLOAT_GROUP,
-       0, 0x0u},
+       0, 0x0u, -1},
       {"max_pool2d", 2, 1, -1, 0x0u, ud_op_max_pool2d_in, 2, ud_op_max_pool2d_out, 5,
-       ud_op_max_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_max_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"max_pool2d_backward", 2, 3, -1, 0x0u, ud_op_max_pool2d_backward_in, 1,
        ud_op_max_pool2d_backward_out, 5, ud_op_max_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"avg_pool2d", 2, 1, -1, 0x0u, ud_op_avg_pool2d_in, 1, ud_op_avg_pool2d_out, 5,
-       ud_op_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"avg_pool2d_backward", 2, 2, -1, 0x0u, ud_op_avg_pool2d_backward_in, 1,
        ud_op_avg_pool2d_backward_out, 5, ud_op_avg_pool2d_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"adaptive_avg_pool2d", 2, 1, -1, 0x0u, ud_op_adaptive_avg_pool2d_in, 1,
        ud_op_adaptive_avg_pool2d_out, 1, ud_op_adaptive_avg_pool2d_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"adaptive_avg_pool2d_backward", 2, 2, -1, 0x0u, ud_op_adaptive_avg_pool2d_backward_in, 1,
        ud_op_adaptive_avg_pool2d_backward_out, 1, ud_op_adaptive_avg_pool2d_backward_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"batch_norm", 2, 5, -1, 0x1eu, ud_op_batch_norm_in, 3, ud_op_batch_norm_out, 3,
-       ud_op_batch_norm_attrs, UD_DTM_FLOAT_GROUP, 0, 0x18u},
+       ud_op_batch_norm_attrs, UD_DTM_FLOAT_GROUP, 0, 0x18u, -1},
       {"batch_norm_backward", 2, 5, -1, 0x4u, ud_op_batch_norm_backward_in, 3,
        ud_op_batch_norm_backward_out, 1, ud_op_batch_norm_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"softmax", 2, 1, -1, 0x0u, ud_op_softmax_in, 1, ud_op_softmax_out, 1, ud_op_softmax_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"log_softmax", 2, 1, -1, 0x0u, ud_op_log_softmax_in, 1, ud_op_log_softmax_out, 1,
-       ud_op_log_softmax_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_log_softmax_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"softmax_backward", 2, 2, -1, 0x0u, ud_op_softmax_backward_in, 1, ud_op_softmax_backward_out,
-       1, ud_op_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       1, ud_op_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"log_softmax_backward", 2, 2, -1, 0x0u, ud_op_log_softmax_backward_in, 1,
        ud_op_log_softmax_backward_out, 1, ud_op_log_softmax_backward_attrs, UD_DTM_FLOAT_GROUP, 0,
-       0x0u},
+       0x0u, -1},
       {"nll_loss", 2, 3, -1, 0x4u, ud_op_nll_loss_in, 2, ud_op_nll_loss_out, 2,
-       ud_op_nll_loss_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_nll_loss_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"nll_loss_backward", 2, 5, -1, 0x8u, ud_op_nll_loss_backward_in, 1,
-       ud_op_nll_loss_backward_out, 2, ud_op_nll_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_nll_loss_backward_out, 2, ud_op_nll_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u,
+       -1},
       {"mse_loss", 2, 2, -1, 0x0u, ud_op_mse_loss_in, 1, ud_op_mse_loss_out, 1,
-       ud_op_mse_loss_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u},
+       ud_op_mse_loss_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
       {"mse_loss_backward", 2, 3, -1, 0x0u, ud_op_mse_loss_backward_in, 1,
-       ud_op_mse_loss_backward_out, 1, ud_op_mse_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u},
+       ud_op_mse_loss_backward_out, 1, ud_op_mse_loss_backward_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u,
+       -1},
       {"concat", 2, 1, 0, 0x0u, ud_op_concat_in, 1, ud_op_concat_out, 1, ud_op_concat_attrs,
-       UD_DTM_ALL, 0, 0x0u},
+       UD_DTM_ALL, 0, 0x0u, -1},
       {"pad_constant", 2, 1, -1, 0x0u, ud_op_pad_constant_in, 1, ud_op_pad_constant_out, 2,
-       ud_op_pad_constant_attrs, UD_DTM_ALL, 0, 0x0u},
+       ud_op_pad_constant_attrs, UD_DTM_ALL, 0, 0x0u, -1},
       {"sgd_update", 2, 5, -1, 0x1cu, ud_op_sgd_update_in, 0, NULL, 8, ud_op_sgd_update_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x7u},
+       UD_DTM_FLOAT_GROUP, 0, 0x7u, -1},
       {"adam_update", 2, 8, -1, 0xf0u, ud_op_adam_update_in, 0, NULL, 10, ud_op_adam_update_attrs,
-       UD_DTM_FLOAT_GROUP, 0, 0x1fu},
+       UD_DTM_FLOAT_GROUP, 0, 0x1fu, -1},
+      {"conv2d_bias_act", 4, 4, -1, 0xcu, ud_op_conv2d_bias_act_in, 1, ud_op_conv2d_bias_act_out, 6,
+       ud_op_conv2d_bias_act_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
+      {"gemm_bias_act", 4, 4, -1, 0xcu, ud_op_gemm_bias_act_in, 1, ud_op_gemm_bias_act_out, 2,
+       ud_op_gemm_bias_act_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
+      {"elementwise_program", 4, 1, 0, 0x0u, ud_op_elementwise_program_in, 1,
+       ud_op_elementwise_program_out, 3, ud_op_elementwise_program_attrs, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, 0},
   };
   return op >= 0 && op < UD_OP_COUNT ? &table[op] : NULL;
 }
@@ -1299,6 +1389,180 @@ static inline UD_Attr ud_attr_default(const UD_AttrInfo* info) {
       break;
   }
   return a;
+}
+
+/* ---- tier 4: activations -------------------------------------------------------------------
+ * conv2d_bias_act's and gemm_bias_act's `activation` values, in op-set order. */
+#define UD_ACTIVATIONS(X) \
+  X(NONE, "none") \
+  X(RELU, "relu") \
+  X(GELU, "gelu") \
+  X(GELU_TANH, "gelu_tanh") \
+  X(SIGMOID, "sigmoid") \
+  X(TANH, "tanh") \
+  X(SILU, "silu")
+
+typedef enum UD_ActivationId {
+  UD_ACT_NONE,
+  UD_ACT_RELU,
+  UD_ACT_GELU,
+  UD_ACT_GELU_TANH,
+  UD_ACT_SIGMOID,
+  UD_ACT_TANH,
+  UD_ACT_SILU,
+  UD_ACT_COUNT
+} UD_ActivationId;
+
+/* the id of `name`, -1 if unknown (or NULL) */
+static inline int ud_activation_id(const char* name) {
+  static const char* const names[] = {"none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "silu"};
+  if (!name) return -1;
+  for (int i = 0; i < UD_ACT_COUNT; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+/* ---- tier 4: reductions --------------------------------------------------------------------
+ * elementwise_program's `reduce` values, in op-set order. */
+#define UD_REDUCTIONS(X) \
+  X(NONE, "none") \
+  X(SUM, "sum") \
+  X(MEAN, "mean") \
+  X(MAX, "max") \
+  X(MIN, "min")
+
+typedef enum UD_ReductionId {
+  UD_RED_NONE,
+  UD_RED_SUM,
+  UD_RED_MEAN,
+  UD_RED_MAX,
+  UD_RED_MIN,
+  UD_RED_COUNT
+} UD_ReductionId;
+
+/* the id of `name`, -1 if unknown (or NULL) */
+static inline int ud_reduction_id(const char* name) {
+  static const char* const names[] = {"none", "sum", "mean", "max", "min"};
+  if (!name) return -1;
+  for (int i = 0; i < UD_RED_COUNT; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+/* ---- tier 4: elementwise_program operators ------------------------------------------------
+ * X(ID, "token", arity) in unidev.contract.opset.PROGRAM_OPS order; the program grammar
+ * and its limits: opset.py's elementwise_program and plugin_kit.h's ud_kit_program_parse. */
+#define UD_PROGRAM_OPS(X) \
+  X(NEG, "neg", 1) \
+  X(ABS, "abs", 1) \
+  X(EXP, "exp", 1) \
+  X(LOG, "log", 1) \
+  X(SQRT, "sqrt", 1) \
+  X(RSQRT, "rsqrt", 1) \
+  X(RECIPROCAL, "reciprocal", 1) \
+  X(SIN, "sin", 1) \
+  X(COS, "cos", 1) \
+  X(TANH, "tanh", 1) \
+  X(SIGMOID, "sigmoid", 1) \
+  X(RELU, "relu", 1) \
+  X(GELU, "gelu", 1) \
+  X(GELU_TANH, "gelu_tanh", 1) \
+  X(SILU, "silu", 1) \
+  X(ERF, "erf", 1) \
+  X(FLOOR, "floor", 1) \
+  X(CEIL, "ceil", 1) \
+  X(ROUND, "round", 1) \
+  X(SIGN, "sign", 1) \
+  X(SQUARE, "square", 1) \
+  X(ADD, "add", 2) \
+  X(SUB, "sub", 2) \
+  X(MUL, "mul", 2) \
+  X(DIV, "div", 2) \
+  X(POW, "pow", 2) \
+  X(MAXIMUM, "maximum", 2) \
+  X(MINIMUM, "minimum", 2) \
+  X(EQ, "eq", 2) \
+  X(NE, "ne", 2) \
+  X(LT, "lt", 2) \
+  X(LE, "le", 2) \
+  X(GT, "gt", 2) \
+  X(GE, "ge", 2) \
+  X(WHERE, "where", 3)
+
+typedef enum UD_ProgramOpId {
+  UD_PROG_NEG,
+  UD_PROG_ABS,
+  UD_PROG_EXP,
+  UD_PROG_LOG,
+  UD_PROG_SQRT,
+  UD_PROG_RSQRT,
+  UD_PROG_RECIPROCAL,
+  UD_PROG_SIN,
+  UD_PROG_COS,
+  UD_PROG_TANH,
+  UD_PROG_SIGMOID,
+  UD_PROG_RELU,
+  UD_PROG_GELU,
+  UD_PROG_GELU_TANH,
+  UD_PROG_SILU,
+  UD_PROG_ERF,
+  UD_PROG_FLOOR,
+  UD_PROG_CEIL,
+  UD_PROG_ROUND,
+  UD_PROG_SIGN,
+  UD_PROG_SQUARE,
+  UD_PROG_ADD,
+  UD_PROG_SUB,
+  UD_PROG_MUL,
+  UD_PROG_DIV,
+  UD_PROG_POW,
+  UD_PROG_MAXIMUM,
+  UD_PROG_MINIMUM,
+  UD_PROG_EQ,
+  UD_PROG_NE,
+  UD_PROG_LT,
+  UD_PROG_LE,
+  UD_PROG_GT,
+  UD_PROG_GE,
+  UD_PROG_WHERE,
+  UD_PROG_COUNT
+} UD_ProgramOpId;
+
+#define UD_PROGRAM_MAX_TOKENS 1024
+#define UD_PROGRAM_MAX_STACK 64
+#define UD_PROGRAM_MAX_REGISTERS 16
+#define UD_PROGRAM_MAX_INPUTS 64
+#define UD_PROGRAM_MAX_OUTPUTS 16
+
+/* the UD_ProgramOpId of the `len` characters at `token`, -1 if none */
+static inline int ud_program_op_id(const char* token, size_t len) {
+  static const char* const names[] = {
+#define UD_X_(ID, NAME, ARITY) NAME,
+      UD_PROGRAM_OPS(UD_X_)
+#undef UD_X_
+  };
+  for (int i = 0; i < UD_PROG_COUNT; i++)
+    if (strlen(names[i]) == len && memcmp(names[i], token, len) == 0) return i;
+  return -1;
+}
+
+static inline const char* ud_program_op_name(int op) {
+  static const char* const names[] = {
+#define UD_X_(ID, NAME, ARITY) NAME,
+      UD_PROGRAM_OPS(UD_X_)
+#undef UD_X_
+  };
+  return op >= 0 && op < UD_PROG_COUNT ? names[op] : "unknown";
+}
+
+/* operands the operator pops (it pushes one result); 0 when out of range */
+static inline int ud_program_op_arity(int op) {
+  static const int arity[] = {
+#define UD_X_(ID, NAME, ARITY) ARITY,
+      UD_PROGRAM_OPS(UD_X_)
+#undef UD_X_
+  };
+  return op >= 0 && op < UD_PROG_COUNT ? arity[op] : 0;
 }
 
 /* ---- error codes -> Python exception kinds (unidev/contract/errors.py) --------------------

@@ -277,9 +277,11 @@ static inline UD_Error* ud_kit_check_signature(int op, const UD_KernelArgs* a) {
                         o->num_inputs ? " (" : "",
                         ud_kit_join_names(o->input_names, NULL, o->num_inputs, names,
                                           sizeof names), o->num_inputs ? ")" : "");
-  if (a->num_outputs != o->num_outputs)
-    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d outputs, expected %d (%s)", name,
-                        (int)a->num_outputs, (int)o->num_outputs,
+  const int variadic_out = o->variadic_output >= 0;
+  if (variadic_out ? a->num_outputs < o->num_outputs : a->num_outputs != o->num_outputs)
+    return ud_kit_error(UD_ERR_INVALID_ARGUMENT, "%s: %d outputs, expected %s%d (%s)", name,
+                        (int)a->num_outputs, variadic_out ? "at least " : "",
+                        (int)o->num_outputs,
                         ud_kit_join_names(o->output_names, NULL, o->num_outputs, names,
                                           sizeof names));
   if (a->num_attrs != o->num_attrs)
@@ -344,11 +346,12 @@ static inline UD_Error* ud_kit_check_signature(int op, const UD_KernelArgs* a) {
   }
   for (int i = 0; i < a->num_outputs; i++) {
     const UD_Tensor* t = &a->outputs[i];
+    /* a variadic (last) output names all the outputs from it on */
+    const char* oname = o->output_names[i < o->num_outputs ? i : o->num_outputs - 1];
     if (t->ndim == -1)
       return ud_kit_error(UD_ERR_INVALID_ARGUMENT,
-                          "%s: output '%s' is absent (ndim -1), expected a tensor", name,
-                          o->output_names[i]);
-    UD_KIT_TRY(ud_kit_check_tensor(name, o->output_names[i], t));
+                          "%s: output '%s' is absent (ndim -1), expected a tensor", name, oname);
+    UD_KIT_TRY(ud_kit_check_tensor(name, oname, t));
   }
   return NULL;
 }
@@ -520,5 +523,8 @@ static inline const char* ud_kit_attr_str(const UD_KernelArgs* a, int i) { retur
 #ifdef __cplusplus
 }
 #endif
+
+/* tier 4: elementwise_program's parser and evaluator, the fused ops' epilogue checks */
+#include "program_kit.h"
 
 #endif /* UNIDEV_PLUGIN_KIT_H_ */

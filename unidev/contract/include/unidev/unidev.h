@@ -15,7 +15,8 @@
  * UD_API_SIZE_1_0; every 1.0 function pointer is non-NULL; later fields may be NULL (absent).
  * unidev/contract/include/unidev/loader.h is the one implementation of this rule. Every
  * argument struct (UD_KernelArgs, UD_DeviceProperties) also begins with `struct_size`, set by
- * whoever fills it in. 1.1 added mem_device.
+ * whoever fills it in. 1.1 added mem_device; 1.2 added kernel_compile (and the op set's tier 4:
+ * variadic outputs, whose count is num_outputs).
  *
  * Errors. Every call returns `UD_Error*`: NULL means success; anything else is an error object
  * owned by the caller, read with `error_code`/`error_message` and released with `error_destroy`
@@ -69,7 +70,7 @@ extern "C" {
 #endif
 
 #define UD_ABI_MAJOR 1
-#define UD_ABI_MINOR 1
+#define UD_ABI_MINOR 2
 
 /* Name of the one symbol a plugin library exports. */
 #define UD_ENTRY_POINT "unidev_get_api"
@@ -305,11 +306,27 @@ typedef struct UD_Api {
    * UD_ERR_UNKNOWN_HANDLE when none does: mem_free already called on it, never allocated, or 0.
    * Synchronous, enqueues nothing, safe from any thread. */
   UD_Error* (*mem_device)(UD_Handle handle, int32_t* device);
+
+  /* ---- 1.2 (read only through UD_API_HAS) ---- */
+
+  /* A kernel specialized for one op, dtype and set of attribute values — e.g. code generated once
+   * for one elementwise_program. `attrs` are all of the op's attributes in op-set order, as a
+   * kernel receives them (they and their strings need only live for this call). Sets *kernel to
+   * a kernel that is then called like any kernel, with the SAME attribute values (it may ignore
+   * them), or to NULL — returning NULL — when the plugin has no specialization: the caller uses
+   * kernel_lookup's kernel. Invalid attributes (a malformed program) are refused here with
+   * UD_ERR_INVALID_ARGUMENT naming the attribute. The plugin owns the compiled code for the
+   * life of the process; calling it again with equal arguments may return the same kernel.
+   * Synchronous, enqueues nothing, safe from any thread. */
+  UD_Error* (*kernel_compile)(const char* op, UD_DType dtype, const UD_Attr* attrs,
+                              int32_t num_attrs, UD_KernelFn* kernel);
 } UD_Api;
 
-/* Table sizes per ABI version (PJRT style): struct_size >= UD_API_SIZE_1_1 holds mem_device. */
+/* Table sizes per ABI version (PJRT style): struct_size >= UD_API_SIZE_1_1 holds mem_device,
+ * >= UD_API_SIZE_1_2 kernel_compile. */
 #define UD_API_SIZE_1_0 (offsetof(UD_Api, kernel_lookup) + sizeof(void*))
 #define UD_API_SIZE_1_1 (offsetof(UD_Api, mem_device) + sizeof(void*))
+#define UD_API_SIZE_1_2 (offsetof(UD_Api, kernel_compile) + sizeof(void*))
 
 /* Whether a plugin's table holds `field` (it is inside struct_size) and sets it (non-NULL). */
 #define UD_API_HAS(api, field)                                                       \

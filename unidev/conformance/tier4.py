@@ -1,0 +1,237 @@
+"""Tier-4 conformance cases: random programs, broadcasts, strides, reductions, fused epilogues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..contract import opset
+from .cases import BOUNDARY, Case, ViewSpec
+
+__all__ = ["random_program", "program_cases", "fused_cases", "MALFORMED"]
+
+# smooth operators that keep values bounded when their operand is (|v| <= ~10)
+_BOUNDED_UNARY = ("neg", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh",
+                  "silu", "erf")
+_CONSTANTS = ("c0.5", "c-1.5", "c2", "c3.25", "c-0.75")
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _positive(tokens: list[str]) -> list[str]:
+    return tokens + ["abs", "c0.5", "add"]  # >= 0.5: a safe log/sqrt/divisor operand
+
+
+def _leaf(rng, n_inputs: int, regs: list[int]) -> list[str]:
+    r = rng.random()
+    if regs and r < 0.25:
+        return [f"r{rng.choice(regs)}"]
+    if r < 0.85:
+        return [f"i{rng.integers(n_inputs)}"]
+    return [str(rng.choice(_CONSTANTS))]
+
+
+def _leaf_input(rng, n_inputs: int) -> list[str]:
+    return [f"i{rng.integers(n_inputs)}"]
+
+
+def _expr(rng, depth: int, n_inputs: int, regs: list[int]) -> list[str]:
+    """Tokens of a random expression over the inputs, bounded and continuous where it matters:
+    operators that jump (floor, compares, where's condition) only ever see exact leaf values, so
+    a plugin computing intermediates in its dtype cannot land on the other side of a jump."""
+    if depth == 0:
+        return _leaf(rng, n_inputs, regs)
+    kind = rng.integers(12)
+
+    def sub() -> list[str]:
+        return _expr(rng, depth - 1, n_inputs, regs)
+
+    if kind < 3:
+        return sub() + [str(rng.choice(_BOUNDED_UNARY))]
+    if kind == 3:  # growth guarded by tanh
+        op = str(rng.choice(("exp", "square")))
+        return sub() + ["tanh", op]
+    if kind == 4:
+        op = str(rng.choice(("log", "sqrt", "rsqrt", "reciprocal")))
+        return _positive(sub()) + [op]
+    if kind < 8:
+        op = str(rng.choice(("add", "sub", "mul", "maximum", "minimum")))
+        return sub() + sub() + [op]
+    if kind == 8:
+        return sub() + _positive(sub()) + ["div"]
+    if kind == 9:
+        return _positive(sub()) + sub() + ["tanh", "pow"]
+    if kind == 10:
+        op = str(rng.choice(("floor", "ceil", "round", "sign")))
+        return _leaf_input(rng, n_inputs) + [op]
+    cond = _leaf_input(rng, n_inputs) + _leaf(rng, n_inputs, []) + [str(rng.choice(_COMPARE))]
+    if rng.random() < 0.5:
+        return cond
+    return sub() + sub() + cond + ["where"]
+
+
+def random_program(rng, n_inputs: int, n_outputs: int, depth: int = 3) -> str:
+    """A valid random program: register stores and reuse, then `n_outputs` expressions."""
+    tokens: list[str] = []
+    regs: list[int] = []
+    for _ in range(rng.integers(0, 3)):
+        k = int(rng.integers(opset.PROGRAM_LIMITS["max_registers"]))
+        tokens += _expr(rng, depth - 1, n_inputs, regs) + [f"s{k}"]
+        regs.append(k)
+    order = list(rng.permutation(n_outputs))  # outputs in any order
+    for k in order:
+        tokens += _expr(rng, depth, n_inputs, regs) + [f"o{k}"]
+    return " ".join(tokens)
+
+
+def _vals(rng, shape, dtype: str) -> np.ndarray:
+    return np.asarray(rng.uniform(-2.0, 2.0, size=shape), dtype)
+
+
+def _case(cid: str, ins: list, program: str, views=None, out_view: str = "contiguous",
+          reduce: str = "none", axes: tuple = ()) -> Case:
+    attrs = {"program": program}
+    if reduce != "none":
+        attrs.update(reduce=reduce, reduce_axes=axes)
+    return Case(cid, ins, attrs, views or [ViewSpec()] * len(ins), out_view=out_view)
+
+
+def program_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+    """elementwise_program: seeded random programs over shapes, broadcasts, views, output
+    strides and reductions; then every operator alone, and the special values."""
+    shapes = [(), (1,), (7,), (3, 5), (2, 3, 4), (0, 3), (257, 263)] + [(n,) for n in BOUNDARY[:3]]
+    for k, shape in enumerate(shapes):
+        n_in, n_out = 1 + k % 3, 1 + k % 2
+        prog = random_program(rng, n_in, n_out)
+        yield _case(f"random{k}-{shape}", [_vals(rng, shape, dtype) for _ in range(n_in)], prog)
+    # broadcast forms: rows, columns, scalars, inner and outer stride 0, a broadcast view
+    bshapes = [[(4, 5), (1, 5)], [(4, 1), (1, 3)], [(3, 4), ()], [(2, 3, 4), (3, 1)],
+               [(5, 1, 6), (1, 7, 1), (6,)], [(3, 4097), (4097,)]]
+    for k, group in enumerate(bshapes):
+        prog = random_program(rng, len(group), 2)
+        yield _case(f"broadcast{k}-{group}", [_vals(rng, s, dtype) for s in group], prog)
+    yield _case("broadcast-view", [_vals(rng, (4, 5), dtype), _vals(rng, (5,), dtype)],
+                random_program(rng, 2, 1), [ViewSpec(), ViewSpec("broadcast", (4, 5))])
+    # input views and output strides
+    for k, view in enumerate(("transposed", "offset", "strided", "shifted", "gapped", "stride0",
+                              "stride0-inner")):
+        ins = [_vals(rng, (6, 10), dtype) for _ in range(2)]
+        # offset and strided views halve a dim: both inputs get them; the others only one
+        other = view if view in ("offset", "strided") or k % 2 == 0 else "contiguous"
+        yield _case(f"view-{view}", ins, random_program(rng, 2, 2),
+                    [ViewSpec(view), ViewSpec(other)])
+    for out_view in ("transposed", "shifted", "gapped"):
+        ins = [_vals(rng, (5, 1025), dtype) for _ in range(2)]
+        yield _case(f"out-{out_view}", ins, random_program(rng, 2, 2), out_view=out_view)
+    # reductions over the trailing axes, every kind, through tails and tiles
+    red = [((7,), (0,)), ((3, 5), (1,)), ((2, 3, 4), (1, 2)), ((4, 0), (1,)), ((3, 1025), (1,)),
+           ((2, 65537), (1,)), ((1025, 3), (1,)), ((0, 4), (1,))]
+    for k, (shape, axes) in enumerate(red):
+        for reduce in ("sum", "mean", "max", "min"):
+            if reduce in ("max", "min") and 0 in [shape[a] for a in axes]:
+                continue
+            prog = random_program(rng, 2, 1 + k % 2, depth=2)
+            ins = [_vals(rng, shape, dtype), _vals(rng, shape[-1:], dtype)]
+            yield _case(f"reduce-{reduce}-{shape}-{axes}", ins, prog, reduce=reduce, axes=axes)
+    ins = [_vals(rng, (6, 10), dtype), _vals(rng, (10,), dtype)]
+    yield _case("reduce-transposed-broadcast", ins, random_program(rng, 2, 2, depth=2),
+                [ViewSpec("transposed"), ViewSpec()], reduce="sum", axes=(1,))
+    # every operator alone, over ordinary and special values
+    x = _vals(rng, (3, 17), dtype) * 1.5
+    pos = np.abs(x) + np.asarray(0.25, dtype)
+    sub = np.finfo(dtype).smallest_subnormal * 3
+    spec = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, sub, 1.0, -1.0, 0.5, -2.5, 3.0],
+                    dtype)
+    for tok, arity in opset.PROGRAM_OPS.items():
+        first = pos if tok in ("log", "sqrt", "rsqrt", "pow") else x
+        operands = [first] + [np.asarray(rng.integers(-2, 3, size=x.shape), dtype)
+                              if tok in _COMPARE or tok == "where" else _vals(rng, x.shape, dtype)
+                              for _ in range(arity - 1)]
+        if tok in _COMPARE:
+            operands[0] = np.asarray(rng.integers(-2, 3, size=x.shape), dtype)  # ties happen
+        prog = " ".join(f"i{k}" for k in range(arity)) + f" {tok} o0"
+        yield _case(f"op-{tok}", operands, prog)
+        grid = np.meshgrid(*([spec] * arity), indexing="ij")
+        yield _case(f"op-{tok}-specials", [np.ascontiguousarray(g) for g in grid], prog)
+    yield _case("constants", [_vals(rng, (4,), dtype)],
+                "i0 c2.5 mul c-1e-3 add o0 cinf c-inf add o1 cnan i0 maximum o2 c.5 c1e2 sub o3")
+    yield _case("many-inputs-outputs", [_vals(rng, (33,), dtype) for _ in range(9)],
+                random_program(rng, 9, 5, depth=2))
+
+
+def fused_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+    """conv2d_bias_act and gemm_bias_act over every activation, with and without bias and
+    residual, strided inputs and outputs."""
+    acts = opset.ACTIVATIONS
+    if op.name == "gemm_bias_act":
+        geo = [(3, 4, 5), (64, 33, 17), (1, 1, 1), (0, 4, 5), (5, 0, 3), (1025, 2, 3),
+               (2, 4097, 3)]
+        for k, (m, kk, n) in enumerate(geo):
+            for j, act in enumerate(acts):
+                if k > 1 and j % 3 != k % 3:
+                    continue
+                bias = _vals(rng, (n,), dtype) if (j + k) % 2 == 0 else None
+                res = _vals(rng, (m, n), dtype) if (j + k) % 3 != 1 else None
+                attrs = {"activation": act, "alpha": 1.0 if j % 2 else 0.5}
+                yield Case(f"{(m, kk, n)}-{act}-bias={bias is not None}-res={res is not None}",
+                           [_vals(rng, (m, kk), dtype), _vals(rng, (kk, n), dtype), bias, res],
+                           attrs, [ViewSpec()] * 4)
+        yield Case("transposed-relu", [_vals(rng, (6, 7), dtype), _vals(rng, (7, 5), dtype),
+                                        _vals(rng, (5,), dtype), _vals(rng, (6, 5), dtype)],
+                   {"activation": "relu"}, [ViewSpec("transposed"), ViewSpec("transposed"),
+                                            ViewSpec(), ViewSpec("transposed")])
+        yield Case("out-transposed-gelu", [_vals(rng, (5, 6), dtype), _vals(rng, (6, 4), dtype),
+                                            _vals(rng, (4,), dtype), None],
+                   {"activation": "gelu"}, [ViewSpec()] * 4, out_view="transposed")
+        return
+    geo = [((2, 3, 7, 6), (4, 3, 3, 3), 1, 1, 1, 1), ((2, 4, 9, 9), (6, 4, 3, 3), 2, 1, 1, 1),
+           ((1, 2, 10, 8), (3, 2, 3, 2), 1, 2, 2, 1), ((2, 4, 6, 6), (4, 2, 3, 3), 1, 1, 1, 2),
+           ((1, 6, 5, 5), (6, 1, 3, 3), 1, 1, 1, 6), ((2, 8, 5, 5), (16, 8, 1, 1), 1, 0, 1, 1),
+           ((2, 16, 14, 14), (16, 16, 3, 3), 1, 1, 1, 1),
+           ((1, 1, 65, 65), (2, 1, 3, 3), 1, 0, 1, 1)]
+    from ..core import shapes as shp
+
+    for k, (xs, ws, s, p, d, g) in enumerate(geo):
+        for j, act in enumerate(acts):
+            if k > 0 and j % 3 != k % 3:
+                continue
+            attrs = {"stride": (s, s), "padding": (p, p), "dilation": (d, d), "groups": g,
+                     "activation": act}
+            ys = shp._conv_geometry("conv2d", xs, ws, dict(attrs))
+            bias = _vals(rng, (ws[0],), dtype) if (j + k) % 2 == 0 else None
+            res = _vals(rng, ys, dtype) if (j + k) % 3 != 1 else None
+            yield Case(f"x{xs}-w{ws}-s{s}-p{p}-d{d}-g{g}-{act}-bias={bias is not None}-"
+                       f"res={res is not None}",
+                       [_vals(rng, xs, dtype), _vals(rng, ws, dtype), bias, res], attrs,
+                       [ViewSpec()] * 4)
+    x, w = _vals(rng, (2, 3, 8, 8), dtype), _vals(rng, (4, 3, 3, 3), dtype)
+    b, r = _vals(rng, (4,), dtype), _vals(rng, (2, 4, 8, 8), dtype)
+    base = {"padding": (1, 1), "activation": "relu"}
+    yield Case("x-offset-res-transposed", [np.concatenate([x, x]), w, b, r], base,
+               [ViewSpec("offset"), ViewSpec(), ViewSpec(), ViewSpec("transposed")])
+    yield Case("out-transposed", [x, w, b, r], base, [ViewSpec()] * 4, out_view="transposed")
+    yield Case("out-gapped-silu", [x, w, None, r], dict(base, activation="silu"),
+               [ViewSpec()] * 4, out_view="gapped")
+
+
+# malformed programs for (n_inputs, n_outputs) = (2, 1): (program, a word the refusal names)
+MALFORMED: list[tuple[str, str]] = [
+    ("", "empty"),
+    ("i0 i1 foo o0", "foo"),
+    ("i0 add o0", "add"),
+    ("i0 i1", "left on the stack"),
+    ("i0 i1 add", "left on the stack"),
+    ("i2 o0", "i2"),
+    ("i0 o1", "o1"),
+    ("i0 o0 i1 o0", "o0"),
+    ("r3 o0", "r3"),
+    ("i0 s16 r16 o0", "s16"),
+    ("c1e o0", "c1e"),
+    ("c0x10 o0", "c0x10"),
+    ("o0", "o0"),
+    ("i0 s0", "o0"),
+    ("i01 o0", "i01"),
+    ("i-1 o0", "i-1"),
+    ("i0 i1 add o0 extra", "extra"),
+    (" ".join(["i0"] * 65) + " " + " ".join(["add"] * 64) + " o0", "stack"),
+]
