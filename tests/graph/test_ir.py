@@ -39,6 +39,14 @@ def test_arity_dtype_shape_errors_name_node_argument_expectation():
         g.call("add", x, x, alpha="two")
     with pytest.raises(Err, match=r"cannot reshape"):
         x.reshape(4, 2)
+    with pytest.raises(Err, match=r"unknown op 'conv3d'"):
+        g.call("conv3d", x)
+    with pytest.raises(Err, match=r"\(transpose\): attribute 'perm' = 'ab', expected a sequence"):
+        g.call("transpose", x, perm="ab")
+    with pytest.raises(Err, match=r"attribute 'perm' = \(0, 0\), expected a permutation"):
+        g.call("transpose", x, perm=(0, 0))
+    with pytest.raises(Err, match=r"cannot broadcast input of shape \(2, 3\) to \(3, 3\)"):
+        x.broadcast_to((3, 3))
     assert not g.nodes  # refused nodes leave nothing behind
 
 

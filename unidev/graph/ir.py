@@ -151,6 +151,13 @@ class _Symbols:
 
 def _view_shapes(op: str, x: tuple, attrs: dict, sym: _Symbols, where: str) -> tuple:
     """Output shape of a view op on `x` (sentinel ints); normalizes attrs in place."""
+    key = VIEW_OPS[op][0]
+    given = attrs[key]
+    if isinstance(given, str | bytes) or not isinstance(given, Sequence) or not all(
+            (isinstance(d, int | np.integer) and not isinstance(d, bool))
+            or (op != "transpose" and isinstance(d, str)) for d in given):
+        raise GraphError(f"{where}: attribute '{key}' = {given!r}, expected a sequence of ints"
+                         + ("" if op == "transpose" else " (or symbol names)"))
     if op == "transpose":
         perm = tuple(int(p) % max(len(x), 1) for p in attrs["perm"])
         if sorted(perm) != list(range(len(x))):
@@ -258,8 +265,9 @@ class Graph:
         `shape`/`dtype` are for ops without inputs; `outputs` is the count of a variadic output.
         """
         attrs = dict(attrs or {})
-        if op not in VIEW_OPS:
-            opset.get(op)
+        if op not in VIEW_OPS and op not in opset.OPS:
+            raise GraphError(f"graph '{self.name}': unknown op {op!r}; expected one of the op "
+                             f"set (unidev.contract.opset.OPS) or a view {sorted(VIEW_OPS)}")
         nname = self._fresh(name, "n")
         node = Node(nname, op, list(inputs), attrs)
         try:
