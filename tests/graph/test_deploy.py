@@ -41,13 +41,15 @@ def conv_net(rng):
     return g, (w, b, w2, b2)
 
 
-def test_saved_plan_runs_from_c(tmp_path, ud_run):
+@pytest.mark.parametrize("dev", [d for d in ("x86", "aurora")
+                                 if discovery.get(d).status == discovery.OK])
+def test_saved_plan_runs_from_c(tmp_path, ud_run, dev):
     rng = np.random.default_rng(5)
     g, (w, b, w2, b2) = conv_net(rng)
     x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
-    unidev.graph.compile(g, "x86", cache=False).save(tmp_path / "net.udplan")
+    unidev.graph.compile(g, dev, cache=False).save(tmp_path / "net.udplan")
     x.tofile(tmp_path / "x.bin")
-    lib = discovery.load("x86").path
+    lib = discovery.load(dev).path
     done = subprocess.run([str(ud_run), lib, str(tmp_path / "net.udplan"), str(tmp_path / "x.bin"),
                            "-o", str(tmp_path / "y.bin"), "--repeat", "2", "--profile"],
                           capture_output=True, text=True, timeout=60)

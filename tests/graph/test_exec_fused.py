@@ -1,0 +1,74 @@
+"""Graphs compiled end to end (passes, lowering, native plan) vs numpy, fused where possible."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import unidev.graph as ug
+from unidev.core import discovery, reference
+from unidev.core.array import DeviceArray
+from unidev.graph import Graph
+
+DEVICES = [d for d in ("x86", "aurora") if discovery.get(d).status == discovery.OK]
+rng = np.random.default_rng(11)
+
+
+@pytest.fixture(params=DEVICES)
+def dev(request):
+    ug.cache.clear()
+    return request.param
+
+
+def compiled(g: Graph, dev: str, fused_op: str):
+    """The optimized plan; when the plugin has `fused_op` the plan must use it (and its
+    kernel_compile specialization where it has one), else the lowering has unfused it."""
+    cp = ug.compile(g, dev)
+    lib = discovery.load(dev)
+    ops = [op for _, op in cp.steps]
+    if lib.kernel(fused_op, "float32") is not None:
+        assert fused_op in ops, ops
+        if fused_op == "elementwise_program" and getattr(lib, "has_kernel_compile", False):
+            assert cp.num_compiled >= 1
+    else:
+        assert fused_op not in ops and cp.plan.meta["unfused"], (ops, cp.plan.meta)
+    return cp
+
+
+def test_elementwise_chain(dev):
+    g = Graph("chain")
+    x, y = g.input((3, 40)), g.input((40,))
+    h = g.call("mul", g.call("add", x, y), g.const(np.float32(0.5)))
+    g.output(g.call("sub", g.call("tanh", h), x), g.call("relu", h))
+    cp = compiled(g, dev, "elementwise_program")
+    xv, yv = rng.standard_normal((3, 40)).astype(np.float32), rng.standard_normal(40)
+    yv = yv.astype(np.float32)
+    a, b = cp.run([DeviceArray.from_numpy(xv, dev), DeviceArray.from_numpy(yv, dev)])
+    hv = (xv + yv) * 0.5
+    np.testing.assert_allclose(a.numpy(), np.tanh(hv) - xv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.numpy(), np.maximum(hv, 0), rtol=1e-6)
+
+
+def test_conv_bias_relu_and_gemm_bias_gelu(dev):
+    w = (rng.standard_normal((6, 4, 3, 3)) * 0.2).astype(np.float32)
+    b = rng.standard_normal((6, 1, 1)).astype(np.float32)
+    g = Graph("cbr")
+    x = g.input((2, 4, 9, 9))
+    g.output(g.call("relu", g.call("add", g.call("conv2d", x, g.const(w), padding=(1, 1)),
+                                   g.const(b))))
+    cp = compiled(g, dev, "conv2d_bias_act")
+    xv = rng.standard_normal((2, 4, 9, 9)).astype(np.float32)
+    want = np.maximum(reference.run("conv2d", [xv, w], {"padding": (1, 1)})[0] + b, 0)
+    np.testing.assert_allclose(cp.run([DeviceArray.from_numpy(xv, dev)])[0].numpy(), want,
+                               rtol=1e-4, atol=1e-4)
+
+    w2, b2 = rng.standard_normal((16, 24)).astype(np.float32), rng.standard_normal(24)
+    b2 = b2.astype(np.float32)
+    g = Graph("gbg")
+    a = g.input((5, 16))
+    g.output(g.call("gelu", g.call("add", g.call("matmul", a, g.const(w2)), g.const(b2))))
+    cp = compiled(g, dev, "gemm_bias_act")
+    av = rng.standard_normal((5, 16)).astype(np.float32)
+    want = reference.run("gelu", [av @ w2 + b2])[0]
+    np.testing.assert_allclose(cp.run([DeviceArray.from_numpy(av, dev)])[0].numpy(), want,
+                               rtol=1e-4, atol=1e-4)
