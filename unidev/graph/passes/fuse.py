@@ -115,10 +115,11 @@ def fuse_epilogues(g: Graph) -> int:
     """conv2d / gemm / 2-D matmul + bias + residual + activation -> conv2d_bias_act /
     gemm_bias_act (y = act(op + bias + residual), the op set's tier 4)."""
     fused = 0
+    uses = g.uses()
     for anchor in list(g.order()):
-        if anchor not in g.nodes or anchor.outputs[0].dtype not in _FLOATS:
+        if anchor.op not in ("conv2d", "gemm", "matmul") or \
+                anchor.outputs[0].dtype not in _FLOATS:
             continue
-        uses = g.uses()
         if anchor.op == "conv2d":
             x, w, b = anchor.inputs
             k = w.shape[0]
@@ -148,6 +149,7 @@ def fuse_epilogues(g: Graph) -> int:
             continue
         new = g.node(op, ins, attrs)
         g.replace(last, new.outputs[0])
+        uses = g.uses()
         fused += 1
     if fused:
         from . import dce
@@ -331,8 +333,8 @@ def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Va
 def fuse_elementwise(g: Graph) -> int:
     """Each region of >= 2 elementwise ops (a trailing reduction counts) -> elementwise_program."""
     fused = 0
+    uses = g.uses()
     for region in _regions(g):
-        uses = g.uses()
         inside = set(region)
         escaping = [n.outputs[0] for n in region
                     if n.outputs[0] in g.outputs or any(u not in inside
@@ -358,6 +360,7 @@ def fuse_elementwise(g: Graph) -> int:
             if old.shape != v.shape:  # keepdims=True reductions
                 v = g.call("reshape", v, shape=old.shape)
             g.replace(old, v)
+        uses = g.uses()
         fused += 1
     if fused:
         from . import dce
