@@ -81,13 +81,6 @@ class PlanFileError(InvalidArgumentError):
     """A file that is not a plan this unidev can read (foreign, corrupt, truncated, newer)."""
 
 
-def _ref_extent(ref: TensorRef) -> int:
-    if any(d == 0 for d in ref.shape):
-        return 0
-    last = ref.offset + sum((d - 1) * s for d, s in zip(ref.shape, ref.strides, strict=True))
-    return (last + 1) * dtypes.itemsize(ref.dtype)
-
-
 class _Writer:
     def __init__(self) -> None:
         self.parts: list[bytes] = []
