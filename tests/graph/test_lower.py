@@ -139,3 +139,26 @@ def test_random_graphs_fused_and_unfused(seed):
         plan = lower(g, has)
         for a, b in zip(_run(plan, xs), ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plans_run_natively(dev, seed):
+    """The same plans on the native runtime of each device (fused where the plugin has the
+    tier-4 kernels, unfused where it lacks them) give the reference's results."""
+    from unidev.core.ops import kernel_for
+    from unidev.graph.executor import CompiledPlan
+
+    device = unidev.device(dev)
+    g = random_graph(seed)
+    xs = inputs_for(g, seed)
+    ref = evaluate(g, xs)
+    optimize(g)
+    try:
+        plan = lower(g, lambda op, dt: kernel_for(device, op, dt) is not None)
+    except unidev.UnsupportedError as e:  # the test plugin has a few ops only
+        op = str(e).split("(")[1].split(")")[0]
+        assert kernel_for(device, op, "float32") is None and opset.get(op).tier < 4, e
+        return
+    outs = CompiledPlan(plan, device).run([unidev.DeviceArray.from_numpy(x, device) for x in xs])
+    for a, b in zip(outs, ref, strict=True):
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-5)
