@@ -27,14 +27,20 @@ class CompiledPlan:
     def __init__(self, plan: Plan, device: str | Device, data: bytes | None = None) -> None:
         self.plan = plan
         self.device = parse_device(device)
-        self.data = planfile.to_bytes(plan) if data is None else data
-        self.native = _C.Plan(self.device.library, self.device.index, self.data)
+        # the bytes are not kept: plan.consts already hold the weights on the host
+        self.native = _C.Plan(self.device.library, self.device.index,
+                              planfile.to_bytes(plan) if data is None else data)
         self._outputs = self.native.outputs  # (dtype, shape, strides, nbytes) per output
         self._inputs = self.native.inputs
 
     def __repr__(self) -> str:
         return (f"CompiledPlan({self.plan.key[:12] or '?'}, {len(self.plan.steps)} steps, "
                 f"{self.device}, arena {self.plan.arena_bytes} bytes)")
+
+    @property
+    def data(self) -> bytes:
+        """The plan file's bytes (deterministic: the same plan gives the same bytes)."""
+        return planfile.to_bytes(self.plan)
 
     @property
     def steps(self) -> list[tuple[str, str]]:
@@ -97,7 +103,7 @@ class CompiledPlan:
         """Write the plan file (runs again with unidev.graph.load or the C runtime)."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(self.data)
+        tmp.write_bytes(planfile.to_bytes(self.plan))
         os.replace(tmp, path)
 
 
