@@ -162,3 +162,48 @@ def test_plans_run_natively(dev, seed):
     outs = CompiledPlan(plan, device).run([unidev.DeviceArray.from_numpy(x, device) for x in xs])
     for a, b in zip(outs, ref, strict=True):
         np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-5)
+
+
+def _block() -> Graph:
+    """conv + batch norm (inference) + residual + relu, pool, linear + gelu, an SGD step."""
+    rng = np.random.default_rng(7)
+    g = Graph("block")
+    x, p, grad = g.input((2, 4, 8, 8)), g.input((5,)), g.input((5,))
+    w = g.const((rng.standard_normal((4, 4, 3, 3)) * 0.2).astype("f4"))
+    y = g.call("conv2d", x, w, padding=1)
+    stats = [g.const(rng.uniform(0.5, 1.5, 4).astype("f4")) for _ in range(4)]
+    y, _, _ = g.call("batch_norm", y, *stats, training=False)
+    y = g.call("relu", g.call("add", y, x))
+    pooled, _ = g.call("max_pool2d", y, kernel_size=2)
+    z = g.call("mul", g.call("sigmoid", pooled), g.const(np.float32(3)))
+    lin = g.call("gemm", z.reshape(2, -1), g.const(rng.standard_normal((5, 64)).astype("f4")).T,
+                 g.const(rng.standard_normal(5).astype("f4")))
+    g.call("sgd_update", p, grad, lr=0.1)
+    g.output(g.call("sum", g.call("add", z, pooled), axes=(2, 3)), g.call("gelu", lin),
+             g.version(p))
+    return g
+
+
+def test_block_runs_natively(dev):
+    from unidev.core.ops import kernel_for
+    from unidev.graph.executor import CompiledPlan
+
+    device = unidev.device(dev)
+    g = _block()
+    xs = inputs_for(g)
+    ref = evaluate(g, [x.copy() for x in xs])
+    optimize(g)
+    assert [n.op for n in g.order()].count("elementwise_program") == 1
+    has = lambda op, dt: kernel_for(device, op, dt) is not None  # noqa: E731
+    if not all(has(op, "float32") for op in ("conv2d", "gemm", "max_pool2d", "sgd_update")):
+        pytest.skip(f"{dev} lacks the block's base ops")
+    plan = lower(g, has)
+    fused = {s.op for s in plan.steps} & {"conv2d_bias_act", "gemm_bias_act",
+                                         "elementwise_program"}
+    assert fused == {op for op in ("conv2d_bias_act", "gemm_bias_act", "elementwise_program")
+                     if has(op, "float32")}
+    arrays = [unidev.DeviceArray.from_numpy(x, device) for x in xs]
+    outs = CompiledPlan(plan, device).run(arrays)
+    for a, b in zip(outs, ref, strict=True):
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(arrays[1].numpy(), ref[2], rtol=1e-6)  # updated in place
