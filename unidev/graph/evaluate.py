@@ -66,8 +66,14 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         concrete = graph.specialize(**bind)
         return evaluate(concrete, [env[v] for v in graph.inputs])
     env.update(graph.consts)
+    outputs = set(graph.outputs)
+    snap: dict[Value, np.ndarray] = {}  # outputs whose storage is updated after them
     for n in graph.order():
+        for i, _ in n.mutated:
+            for w in outputs:
+                if w in env and w not in snap and np.shares_memory(env[w], env[n.inputs[i]]):
+                    snap[w] = env[w].copy()
         res = run_node(n, [env[v] if v is not None else None for v in n.inputs])
         for o, r in zip(n.outputs, res, strict=True):
             env[o] = r
-    return [np.array(env[v], copy=True) for v in graph.outputs]
+    return [np.array(snap.get(v, env[v]), copy=True) for v in graph.outputs]

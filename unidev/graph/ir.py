@@ -420,9 +420,18 @@ class Graph:
                 if v is not None and v.kind == "node":
                     deps[n].add(v.producer)
         updater = {o.updates: n for n in self.nodes for o in n.outputs if o.updates is not None}
-        for v, users in self.uses().items():
-            if v in updater:
-                deps[updater[v]].update(n for n, _ in users if n is not updater[v])
+        if not updater:
+            return deps
+        uses = self.uses()
+        for v, u in updater.items():
+            stack = [v]  # readers of v and of every view of it see the old contents
+            while stack:
+                w = stack.pop()
+                for n, _ in uses.get(w, []):
+                    if n.op in VIEW_OPS:
+                        stack.append(n.outputs[0])
+                    elif n is not u:
+                        deps[u].add(n)
         return deps
 
     def order(self) -> list[Node]:

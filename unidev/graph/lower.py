@@ -149,9 +149,19 @@ def lower(graph: Graph, has_kernel: Callable[[str, str], bool], *,
         out_refs.append(lw.whole(b, v))
         if v.kind == "node" and root[v] is v and v not in direct and v not in mutated:
             direct[v] = out_refs[-1]  # its producer writes the output buffer itself
+    pending = [(v, r) for v, r in zip(g.outputs, out_refs, strict=True) if direct.get(v) is not r]
+
+    def flush() -> None:
+        """Copy outputs into their buffers as soon as they exist: before anything updates
+        their storage in place."""
+        for item in [p for p in pending if p[0] in lw.refs]:
+            lw.copy(lw.refs[item[0]], item[1], f"output:{item[0].name}")
+            pending.remove(item)
+    flush()
     for i, n in enumerate(order):
         if n.op in VIEW_OPS:
             lw.view(n, i)
+            flush()
             continue
         ins = [lw.refs[v] if v is not None else None for v in n.inputs]
         ins = [_broadcast(r, t) if r is not None and t is not None and tuple(r.shape) != tuple(t)
@@ -173,9 +183,8 @@ def lower(graph: Graph, has_kernel: Callable[[str, str], bool], *,
         schema = n.schema
         attrs = [(a.name, a.type, n.attrs[a.name]) for a in schema.attrs]
         lw.steps.append(Step(n.op, _kernel_dtype(n), ins, outs, attrs, n.name))
-    for v, ref in zip(g.outputs, out_refs, strict=True):
-        if direct.get(v) is not ref:
-            lw.copy(lw.refs[v], ref, f"output:{v.name}")
+        flush()
+    assert not pending
     temps = sorted(lw.intervals)
     offsets, arena = memory.assign([lw.intervals[b] for b in temps])
     for b, off in zip(temps, offsets, strict=True):
