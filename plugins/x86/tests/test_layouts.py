@@ -35,7 +35,7 @@ def _has(op: str, dtype: str) -> bool:
     return discovery.load("x86").kernel(op, dtype) is not None
 
 
-# float64 conv has no oneDNN: its algorithms take NCHW (the copies are counted, see below)
+# float64 conv has no oneDNN: im2col takes its activations as they are, weights KCRS (below)
 _NATIVE = [(op, dt, lay) for op in layouts.layout_ops() for dt in ("float32", "float64")
            for lay in ("channels_last", "channels_last_hwio")
            if not (op.startswith("conv2d") and dt == "float64") and _has(op, dt)
@@ -55,8 +55,21 @@ def test_other_conv_layouts_are_copied_and_counted(op: str, layout: str) -> None
     assert _run(op, "float32", layout) >= 2 * n
 
 
-def test_float64_conv_channels_last_copies_are_counted() -> None:
-    assert _run("conv2d", "float64", "channels_last") > 0
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"])
+@pytest.mark.parametrize("layout", ["channels_last", "channels_last_hwio"])
+def test_float64_conv_copies_only_the_weight(op: str, layout: str) -> None:
+    # im2col reads and writes channels-last activations in place but takes KCRS weights: one
+    # copy per case whose weight (or grad_w) is not dense KCRS in this layout
+    def kcrs(shape: tuple[int, ...]) -> bool:
+        _, strides, _, _ = layouts.place(shape, layouts.LAYOUTS[layout][2], 0, np.float64)
+        want = np.empty(shape).strides
+        return all(d == 1 or s * 8 == w for d, s, w in zip(shape, strides, want, strict=True))
+
+    cases = [c for c in layouts.layout_cases(op, "float64") if c.layout == layout]
+    shapes = [c.attrs["weight_shape"] if op.endswith("weight") else c.inputs[1].shape
+              for c in cases]
+    n = sum(not kcrs(tuple(s)) for s in shapes)
+    assert n > 0 and _run(op, "float64", layout) == n
 
 
 def _cl(a: np.ndarray) -> unidev.DeviceArray:

@@ -1,5 +1,8 @@
 // conv.cpp — the three conv2d kernels: argument checks against the op set, the choice of
 // algorithm, and the packing of strided views into the dense buffers the algorithms take.
+// Channels-last activations (strides (H*W*C, 1, W*C, C), src/layout.c) go to "onednn" and
+// "im2col" as they are, and auto sends them there (oneDNN for float32); "direct" and
+// "winograd" take NCHW, so they, and any other strides, get a copy counted in layout_copies.
 //
 // The `algorithm` attribute: "onednn", "direct", "im2col", "winograd" or "auto". What "auto"
 // picks (from benchmarks/run.py on the ResNet-18 layers, batch 8, 2 threads; Winograd's 16
@@ -124,8 +127,8 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
-  // channels-last: oneDNN's nhwc kernels take it as it is (the others take NCHW)
-  if (kOneDNN && is_f32 && ud_x86_layout4(c.in0) == UD_X86_NHWC) return Algo::onednn;
+  // channels-last: oneDNN's nhwc kernels take it as it is, else im2col (the others take NCHW)
+  if (ud_x86_layout4(c.in0) == UD_X86_NHWC) return kOneDNN && is_f32 ? Algo::onednn : Algo::im2col;
   if (kOneDNN && is_f32 && p.cg() == 1) {  // depthwise: see the header
     const bool small = p.h * p.w <= 1024, strided = p.sh > 1 || p.sw > 1;
     const bool dnn = c.dir == ConvDir::forward           ? small
@@ -199,7 +202,8 @@ void run(const ConvCall& c) {
   std::unique_ptr<T[]> bb;
   const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
   const bool empty = ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0;
-  const bool nhwc = c.algo == Algo::onednn && !empty && ud_x86_layout4(c.in0) == UD_X86_NHWC;
+  const bool nhwc = (c.algo == Algo::onednn || c.algo == Algo::im2col) && !empty &&
+                    ud_x86_layout4(c.in0) == UD_X86_NHWC;
   Staged st(c, nhwc);
   if (!st.ok) throw std::bad_alloc();
   const UD_Tensor& out = st.s[2].t;
@@ -220,12 +224,14 @@ void run(const ConvCall& c) {
 #endif
     return;
   }
+  ConvShape p = c.p;
+  p.cl = nhwc;
   const ConvAlgo<T> a = c.algo == Algo::direct   ? conv_direct<T>()
                         : c.algo == Algo::im2col ? conv_im2col<T>()
                                                  : conv_winograd<T>();
-  if (c.dir == ConvDir::forward) a.forward(c.p, i0, i1, bias, o);
-  if (c.dir == ConvDir::backward_input) a.backward_input(c.p, i0, i1, o);
-  if (c.dir == ConvDir::backward_weight) a.backward_weight(c.p, i0, i1, o);
+  if (c.dir == ConvDir::forward) a.forward(p, i0, i1, bias, o);
+  if (c.dir == ConvDir::backward_input) a.backward_input(p, i0, i1, o);
+  if (c.dir == ConvDir::backward_weight) a.backward_weight(p, i0, i1, o);
 }
 
 UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {

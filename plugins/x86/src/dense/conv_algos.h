@@ -8,12 +8,14 @@
 
 namespace ud_dense {
 
-// x [n, c, h, w], weight [k, c/g, r, s], y [n, k, oh, ow]; symmetric padding.
+// x [n, c, h, w], weight [k, c/g, r, s], y [n, k, oh, ow]; symmetric padding. cl: x, y and
+// their gradients are dense channels-last (im2col only; the other algorithms take NCHW).
 struct ConvShape {
   int64_t n, c, h, w;
   int64_t k, r, s;
   int64_t oh, ow;
   int64_t sh, sw, ph, pw, dh, dw, g;
+  bool cl;
   int64_t cg() const { return c / g; }
   int64_t kg() const { return k / g; }
 };
