@@ -31,7 +31,8 @@ from ..contract.abi import (
 )
 
 __all__ = ["Api", "RawTensor", "Raw", "PluginError", "API_FUNCTIONS", "ERROR_CODES", "ApiTable",
-           "SIZE_1_0", "SIZE_1_1", "SIZE_1_2", "SIZES", "Attr", "DeviceProperties", "DeviceRef", "DType",
+           "SIZE_1_0", "SIZE_1_1", "SIZE_1_2", "SIZES", "Attr", "DeviceProperties", "DeviceRef",
+           "DType",
            "KernelArgs", "KernelFn", "Tensor", "covers", "has"]
 
 _H = C.c_uint64

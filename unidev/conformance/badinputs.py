@@ -12,7 +12,9 @@ group resumes after it. Groups:
   indices, double frees);
 - ``values``: for every op and dtype the plugin has, the attribute values its dtype cannot hold
   and the out-of-range indices that the reference refuses (unidev.conformance.refusals), passed
-  to the kernel directly: the kernel must refuse them too.
+  to the kernel directly: the kernel must refuse them too;
+- ``tier4`` (when the run covers tier 4): malformed programs refused by the kernel and by
+  kernel_compile naming the token, and bad program/epilogue calls (unidev.conformance.tier4).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .target import Target
 
 __all__ = ["case_names", "run_group", "GROUP_NAMES"]
 
-GROUP_NAMES = ("ops", "direct", "raw", "values")
+GROUP_NAMES = ("ops", "direct", "raw", "values", "tier4")
 _TIMEOUT = 60.0  # seconds without progress before a case counts as hung
 
 INVALID, OOM, OOB, UNKNOWN, UNSUPPORTED, DEVICE = 1, 2, 3, 4, 5, 7
@@ -546,6 +548,10 @@ _GROUPS: dict[str, Callable[[], dict]] = {"ops": _ops_cases, "direct": _direct_c
 
 
 def _group_cases(t: Target, group: str) -> dict[str, Callable[[Ctx], str]]:
+    if group == "tier4":
+        from . import tier4
+
+        return tier4.bad_cases(t)  # none unless the run covers tier 4
     return _value_cases(t) if group == "values" else _GROUPS[group]()
 
 

@@ -214,7 +214,8 @@ def fused_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                [ViewSpec()] * 4, out_view="gapped")
 
 
-# malformed programs for (n_inputs, n_outputs) = (2, 1): (program, a word the refusal names)
+# malformed programs for (n_inputs, n_outputs) = (2, 1): (program, a word the refusal names;
+# kernel_compile, which does not know the output count, refuses "i0 o1" for o0)
 MALFORMED: list[tuple[str, str]] = [
     ("", "empty"),
     ("i0 i1 foo o0", "foo"),
@@ -235,3 +236,136 @@ MALFORMED: list[tuple[str, str]] = [
     ("i0 i1 add o0 extra", "extra"),
     (" ".join(["i0"] * 65) + " " + " ".join(["add"] * 64) + " o0", "stack"),
 ]
+
+
+# ---- bad inputs (badinputs group "tier4"): the kernels and kernel_compile refuse them ---------
+
+def claimed(t) -> bool:
+    """Whether a conformance target covers tier 4 (claimed, --unidev-tier 4 or --unidev-ops)."""
+    return any(op.tier == 4 for op in t.ops())
+
+
+def bad_cases(t) -> dict:
+    """name -> case(ctx) for the badinputs child; empty when tier 4 is not claimed."""
+    if not claimed(t):
+        return {}
+    from .badinputs import INVALID, Skip, _attrs, _desc, expect_error
+
+    op = "elementwise_program"
+
+    def kcall(c, name, ins, outs, attrs, what, word=None):
+        c.need(name)
+        k = c.lib.kernel(name, "float32")
+        msg = expect_error(c, lambda: k(c.dev, ins, outs, attrs, c.stream), (INVALID,), what,
+                           sync=lambda: c.lib.stream_synchronize(c.stream))
+        if word and word not in msg:
+            raise AssertionError(f"{what}: refused, but the message does not name {word!r}: "
+                                 f"{msg}")
+        return msg
+
+    def malformed(program: str, word: str):
+        def case(c) -> str:
+            x, y = c.array((4,)), c.array((4,))
+            what = f"{op} program {program[:40]!r}"
+            msg = ""
+            if c.lib.kernel(op, "float32") is not None:
+                msg = kcall(c, op, [_desc(x), _desc(x)], [_desc(y)],
+                            _attrs(op, program=program), what, word)
+            # only the kernel knows the input count: "i2" may be right for 3 inputs
+            if c.lib.has_kernel_compile and program != "i2 o0":
+                got = expect_error(c, lambda: c.lib.kernel_compile(op, "float32",
+                                                                     _attrs(op, program=program)),
+                                   (INVALID,), f"kernel_compile of {what}")
+                if (word if program != "i0 o1" else "o0") not in got:
+                    raise AssertionError(f"kernel_compile of {what}: refused, but the message "
+                                         f"does not name {word!r}: {got}")
+                msg = msg or got
+            if not msg:
+                raise Skip(f"no {op}[float32] kernel and no kernel_compile")
+            return msg
+        return case
+
+    cases = {f"program-malformed-{k}": malformed(p, w) for k, (p, w) in enumerate(MALFORMED)}
+
+    held: list = []  # the arrays behind the descriptors must outlive the call
+
+    def arrays(c, *shapes, dtype="float32"):
+        held[:] = held[-16:] + [c.array(s, dtype) for s in shapes]
+        return [_desc(a) for a in held[len(held) - len(shapes):]]
+
+    def output_count(c) -> str:
+        x, y = arrays(c, (4,), (4,))
+        return kcall(c, op, [x], [y], _attrs(op, program="i0 o0 i0 o1"),
+                     f"{op} writing o1 with one output", "o1")
+
+    def not_broadcast(c) -> str:
+        a, b, y = arrays(c, (4,), (1,), (4,))
+        return kcall(c, op, [a, b], [y], _attrs(op, program="i0 i1 add o0"),
+                     f"{op} with inputs of shapes (4,) and (1,) (not pre-broadcast)")
+
+    def input_dtype(c) -> str:
+        (a,), (b,) = arrays(c, (4,)), arrays(c, (4,), dtype="float64")
+        (y,) = arrays(c, (4,))
+        return kcall(c, op, [a, b], [y], _attrs(op, program="i0 i1 add o0"),
+                     f"{op} with a float32 and a float64 input")
+
+    def axes_not_trailing(c) -> str:
+        x, y = arrays(c, (3, 4), (4,))
+        return kcall(c, op, [x], [y], _attrs(op, program="i0 o0", reduce="sum",
+                                             reduce_axes=(0,)),
+                     f"{op} reducing axis 0 of (3, 4) (not trailing)", "reduce_axes")
+
+    def axes_without_reduce(c) -> str:
+        x, y = arrays(c, (3, 4), (3,))
+        return kcall(c, op, [x], [y], _attrs(op, program="i0 o0", reduce_axes=(1,)),
+                     f"{op} with reduce_axes but reduce 'none'", "reduce_axes")
+
+    def output_shape(c) -> str:
+        x, y = arrays(c, (3, 4), (4,))
+        return kcall(c, op, [x], [y], _attrs(op, program="i0 o0", reduce="sum",
+                                             reduce_axes=(1,)),
+                     f"{op} summing (3, 4) over axis 1 into shape (4,)")
+
+    def unknown_reduce(c) -> str:
+        x, y = arrays(c, (3, 4), (3,))
+        return kcall(c, op, [x], [y], _attrs(op, program="i0 o0", reduce="prod",
+                                             reduce_axes=(1,)),
+                     f"{op} with reduce 'prod'", "prod")
+
+    cases.update({"program-output-count": output_count, "program-not-broadcast": not_broadcast,
+                  "program-input-dtype": input_dtype,
+                  "program-axes-not-trailing": axes_not_trailing,
+                  "program-axes-without-reduce": axes_without_reduce,
+                  "program-output-shape": output_shape, "program-unknown-reduce": unknown_reduce})
+
+    def gemm(c, bias_shape, res_shape, act, what, word=None) -> str:
+        a, b, y = arrays(c, (3, 4), (4, 5), (3, 5))
+        bias = arrays(c, bias_shape)[0] if bias_shape else None
+        res = arrays(c, res_shape)[0] if res_shape else None
+        return kcall(c, "gemm_bias_act", [a, b, bias, res], [y],
+                     _attrs("gemm_bias_act", activation=act), what, word)
+
+    def conv(c, bias_shape, res_shape, act, what, word=None) -> str:
+        x, w, y = arrays(c, (1, 2, 5, 5), (3, 2, 3, 3), (1, 3, 3, 3))
+        bias = arrays(c, bias_shape)[0] if bias_shape else None
+        res = arrays(c, res_shape)[0] if res_shape else None
+        return kcall(c, "conv2d_bias_act", [x, w, bias, res], [y],
+                     _attrs("conv2d_bias_act", activation=act), what, word)
+
+    cases.update({
+        "gemm-bad-activation": lambda c: gemm(c, (5,), None, "swish",
+                                              "gemm_bias_act activation 'swish'", "swish"),
+        "gemm-bias-shape": lambda c: gemm(c, (6,), None, "relu",
+                                          "gemm_bias_act with bias (6,) for N = 5", "bias"),
+        "gemm-residual-shape": lambda c: gemm(c, None, (5, 3), "none",
+                                              "gemm_bias_act with residual (5, 3) for [3, 5]",
+                                              "residual"),
+        "conv-bad-activation": lambda c: conv(c, None, None, "swish",
+                                              "conv2d_bias_act activation 'swish'", "swish"),
+        "conv-bias-shape": lambda c: conv(c, (2,), None, "relu",
+                                          "conv2d_bias_act with bias (2,) for K = 3", "bias"),
+        "conv-residual-shape": lambda c: conv(c, None, (1, 3, 3, 4), "relu",
+                                              "conv2d_bias_act with residual (1, 3, 3, 4) for "
+                                              "(1, 3, 3, 3)", "residual"),
+    })
+    return cases

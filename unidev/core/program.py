@@ -44,7 +44,8 @@ class Program:
 
 
 def _bad(op: str, pos: int, token: str, why: str) -> InvalidArgumentError:
-    return InvalidArgumentError(f"{op}: attribute 'program': token {pos} {token!r}: {why}")
+    # quoted like the C parser's messages: at most 64 characters, in single quotes
+    return InvalidArgumentError(f"{op}: attribute 'program': token {pos} '{token[:64]}': {why}")
 
 
 def format_constant(value: float) -> str:
@@ -73,7 +74,7 @@ def parse_program(text: str, n_inputs: int, n_outputs: int | None = None,
     bad = next((c for c in text if not (" " <= c < "\x7f" or c in _SPACE)), None)
     if bad is not None:
         raise InvalidArgumentError(f"{op}: attribute 'program' has a character outside "
-                                   f"printable ASCII (code {ord(bad)})")
+                                   "printable ASCII and the separators space, tab, newline")
     tokens = _TOKEN.findall(text)
     if not tokens:
         raise InvalidArgumentError(f"{op}: attribute 'program' is empty; expected postfix "
@@ -147,13 +148,13 @@ def parse_program(text: str, n_inputs: int, n_outputs: int | None = None,
         deepest = max(deepest, depth)
     if depth:
         raise InvalidArgumentError(f"{op}: attribute 'program': {depth} value(s) left on the "
-                                   f"stack after the last token {tokens[-1]!r}; expected every "
-                                   "value consumed (write it with o<k> or drop it)")
+                                   f"stack after the last token '{tokens[-1][:64]}'; expected "
+                                   "every value consumed (write it with o<k> or drop it)")
     count = (max(written) + 1) if n_outputs is None and written else (n_outputs or 0)
     missing = sorted(set(range(count)) - written)
     if not written or missing:
         raise InvalidArgumentError(f"{op}: attribute 'program': output(s) "
-                                   f"{', '.join(f'o{k}' for k in (missing or [0]))} never "
+                                   f"o{(missing or [0])[0]} never "
                                    f"written; expected each of o0..o{max(count, 1) - 1} exactly "
                                    "once")
     return Program(text, tuple(instrs), n_inputs, count, deepest)

@@ -1140,7 +1140,8 @@ def _finish(schema: opset.OpSchema, result: Any, want: list[np.dtype], ins: list
     final = []
     for r, dt in zip(results, want, strict=True):
         y = np.asarray(r)
-        y = y.astype(dt, copy=False) if dt.kind != "b" or y.dtype.kind == "b" else y != 0
+        with np.errstate(over="ignore"):  # a float64 result beyond float32's range is inf
+            y = y.astype(dt, copy=False) if dt.kind != "b" or y.dtype.kind == "b" else y != 0
         if not y.flags.c_contiguous or any(x is not None and np.may_share_memory(y, x)
                                            for x in ins):
             y = np.array(y, order="C", copy=True)

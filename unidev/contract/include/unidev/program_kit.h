@@ -125,8 +125,8 @@ static inline UD_Error* ud_kit_program_parse(const char* op, const char* text, i
   for (const char* c = text; *c; c++) {
     const unsigned char u = (unsigned char)*c;
     if (u >= 127 || (u < 32 && !ud_kit_prog_space_(*c)))
-      UD_KIT_PROG_BAD_("%s: attribute 'program' has a character outside printable ASCII "
-                       "(code %d)", op, (int)u);
+      UD_KIT_PROG_BAD_("%s: attribute 'program' has a character outside printable ASCII and "
+                       "the separators space, tab, newline", op);
     if (!ud_kit_prog_space_(*c) && (c == text || ud_kit_prog_space_(c[-1]))) total++;
   }
   if (total == 0)
