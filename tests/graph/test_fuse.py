@@ -174,3 +174,15 @@ def test_backward_ops_compares_and_where_fuse():
     a = mask.input((3,))
     mask.output(mask.call("gt", mask.call("exp", a), mask.call("neg", a)))  # bool escapes
     assert check_pass(mask, fuse.fuse_elementwise) == 0
+
+
+def test_region_respects_in_place_order():
+    """exp(p) must run before p's update and add(., new p) after it: one program cannot hold
+    both (it would read p before and after the update)."""
+    g = Graph()
+    p, grad = g.input((4,)), g.input((4,))
+    e = g.call("exp", p)
+    g.call("sgd_update", p, grad, lr=0.1)
+    g.output(g.call("mul", g.call("add", e, g.version(p)), e))
+    check_pass(g, optimize)
+    assert ops(g).count("elementwise_program") <= 1

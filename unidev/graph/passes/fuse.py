@@ -210,28 +210,29 @@ def _eligible(n: Node) -> bool:
 def _regions(g: Graph) -> list[list[Node]]:
     """Greedy convex regions of eligible nodes with the same output shape and op dtype.
 
-    A node joins the region of one of its producers unless another of its inputs depends on
-    that region (the fused node would then feed itself); a one-node region whose only reader
-    joins another region is pulled into it when its own inputs do not depend on that region.
+    A node joins the region of one of its producers unless something else it depends on
+    depends on that region (the fused node would then feed itself; in-place updates order
+    readers first, so those edges count too); a one-node region whose only dependent joins
+    another region is pulled into it when nothing it depends on depends on that region.
     """
     region: dict[Node, int] = {}
-    anc: dict[Value, frozenset] = {}  # the regions each value depends on
+    anc: dict[Node, frozenset] = {}  # the regions each node depends on
     members: list[list[Node]] = []
     keys: list[tuple] = []
-    uses = g.uses()
+    deps = g.deps()
+    dependents: dict[Node, int] = {}
+    for ds in deps.values():
+        for d in ds:
+            dependents[d] = dependents.get(d, 0) + 1
 
-    def below(v: Value | None) -> frozenset:
-        return anc.get(v, frozenset()) if v is not None else frozenset()
     for n in g.order():
         rid = None
         if _eligible(n):
             key = (n.outputs[0].shape, n.inputs[0].dtype)
             for v in n.inputs:
                 r = region.get(v.producer) if v.kind == "node" else None
-                if r is None or keys[r] != key:
-                    continue
-                others = [u for u in n.inputs if u.kind != "node" or region.get(u.producer) != r]
-                if all(r not in below(u) for u in others):
+                if r is not None and keys[r] == key and \
+                        all(r not in anc[d] for d in deps[n] if region.get(d) != r):
                     rid = r
                     break
             if rid is None:
@@ -242,17 +243,15 @@ def _regions(g: Graph) -> list[list[Node]]:
                 p = v.producer if v.kind == "node" else None
                 r = region.get(p)
                 if r is not None and r != rid and keys[r] == key and members[r] == [p] and \
-                        len(uses.get(v, [])) == 1 and v not in g.outputs and \
-                        all(rid not in below(u) for u in p.inputs):
+                        dependents.get(p) == 1 and v not in g.outputs and \
+                        all(rid not in anc[d] for d in deps[p]):
                     members[r] = []
                     region[p] = rid
                     members[rid].append(p)
-                    anc[v] = frozenset().union(*(below(u) for u in p.inputs)) | {rid}
             region[n] = rid
             members[rid].append(n)
-        deps = frozenset().union(*(below(v) for v in n.inputs))
-        for o in n.outputs:
-            anc[o] = deps | ({rid} if rid is not None else frozenset())
+        anc[n] = frozenset().union(*(anc[d] | ({region[d]} if d in region else frozenset())
+                                     for d in deps[n]))
     return [m for m in members if m]
 
 
