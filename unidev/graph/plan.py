@@ -131,6 +131,9 @@ def to_bytes(plan: Plan) -> bytes:
         data += c.tobytes()
     w.u32(len(plan.buffers))
     for b in plan.buffers:
+        if b.kind not in _KINDS:
+            raise InvalidArgumentError(f"buffer {b.index}: kind {b.kind!r}, expected one of "
+                                       f"{BUFFER_KINDS}")
         w.u8(_KINDS[b.kind])
         w.i64s((b.slot,))
         w.u64(b.nbytes)
@@ -154,6 +157,9 @@ def to_bytes(plan: Plan) -> bytes:
             w.ref(t)
         w.u32(len(s.attrs))
         for name, kind, value in s.attrs:
+            if kind not in _ATTR_TYPES:
+                raise InvalidArgumentError(f"node '{s.node}' ({s.op}): attribute '{name}' has "
+                                           f"type {kind!r}, expected one of {_ATTR_TYPES}")
             w.str(name)
             w.u8(_ATTR_TYPES.index(kind))
             if kind == "int":
