@@ -186,3 +186,13 @@ def test_region_respects_in_place_order():
     g.output(g.call("mul", g.call("add", e, g.version(p)), e))
     check_pass(g, optimize)
     assert ops(g).count("elementwise_program") <= 1
+
+
+def test_epilogue_respects_in_place_order():
+    g = Graph()
+    x, grad = g.input((1, 2, 5, 5)), g.input((1, 2, 5, 5))
+    y = g.call("conv2d", x, _w(g, 2, 2, 1, 1))  # reads the old x
+    g.call("sgd_update", x, grad, lr=0.1)
+    g.output(g.call("relu", g.call("add", y, g.version(x))))  # residual: the new x
+    check_pass(g, fuse.fuse_epilogues)
+    assert "conv2d_bias_act" not in ops(g)

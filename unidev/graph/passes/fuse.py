@@ -61,6 +61,14 @@ def fold_batch_norm(g: Graph) -> int:
     return folded
 
 
+def _acyclic(g: Graph) -> bool:
+    try:
+        g.order()
+    except InvalidArgumentError:
+        return False
+    return True
+
+
 # ---- conv2d / gemm / matmul epilogues --------------------------------------------------------
 
 def _activation(g: Graph, v: Value, uses) -> tuple[str, Value] | None:
@@ -149,6 +157,10 @@ def fuse_epilogues(g: Graph) -> int:
             continue
         new = g.node(op, ins, attrs)
         g.replace(last, new.outputs[0])
+        if not _acyclic(g):  # e.g. the residual is a value updated in place after x is read
+            g.replace(new.outputs[0], last)
+            g.remove(new)
+            continue
         uses = g.uses()
         fused += 1
     if fused:
