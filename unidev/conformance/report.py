@@ -93,7 +93,9 @@ def _tiers(t: Target, records: list[dict], matrix: dict, groups: dict) -> dict:
     result = {}
     for tier in opset.TIERS:
         if tier > t.tier:
-            result[str(tier)] = {"status": "not tested", "notes": []}
+            claimed = t.conformance.tier
+            notes = [f"not claimed (the plugin claims tier {claimed})"] if tier > claimed else []
+            result[str(tier)] = {"status": "not tested", "notes": notes}
             continue
         notes, failed, unchecked = [], False, False
         for g in _BASE_GROUPS:

@@ -149,3 +149,19 @@ def test_error_objects(unidev_usable) -> None:
         assert exc.message.strip(), "error_message returned an empty message"
     else:
         raise AssertionError("device_properties(10000) succeeded; expected INVALID_ARGUMENT")
+
+
+def test_kernel_compile(unidev_usable) -> None:
+    """ABI 1.2's optional kernel_compile: absent is allowed (1.0/1.1 tables, or NULL); present,
+    it answers each tier-4 op (valid attributes) and an unknown op with a kernel or NULL ("no
+    specialization") and no error. Malformed programs: the bad_inputs group (tier4)."""
+    api = unidev_usable.api
+    if not api.has("kernel_compile"):
+        pytest.skip(f"plugin {unidev_usable.name!r} has no kernel_compile (ABI "
+                    f"{api.table.abi_major}.{api.table.abi_minor}); optional")
+    api.compile("no_such_op", "float32", [])
+    for op in opset.by_tier(4):
+        attrs = [(a.name, a.type, "i0 o0" if a.name == "program" else a.default)
+                 for a in op.attrs]
+        for dtype in op.dtypes:
+            api.compile(op.name, dtype, attrs)
