@@ -60,3 +60,13 @@ def test_copy_of_updated_storage_stays():
     g.call("sgd_update", p, grad, lr=1.0)
     g.output(snap, g.version(p))
     assert check_pass(g, simplify.run) == 0
+
+
+def test_identity_kept_when_its_readers_follow_an_update():
+    g = Graph()
+    p, grad = g.input((3,)), g.input((3,))
+    same = g.call("mul", p, g.const(np.ones(3, "f4")))  # p * 1, computed before the update
+    g.call("sgd_update", p, grad, lr=1.0)
+    g.output(g.call("add", same, g.version(p)))  # read after it: same cannot become p
+    check_pass(g, simplify.run)
+    assert "mul" in ops(g)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
+from ...core.errors import InvalidArgumentError
+from ..ir import VIEW_OPS, Graph, Node, Value
 
 __all__ = ["run"]
 
@@ -90,6 +91,14 @@ def _updated_storage(g: Graph) -> set[Value]:
     return out
 
 
+def _acyclic(g: Graph) -> bool:
+    try:
+        g.order()
+    except InvalidArgumentError:
+        return False
+    return True
+
+
 def run(g: Graph) -> int:
     changed = 0
     progress = True
@@ -105,7 +114,17 @@ def run(g: Graph) -> int:
             if n.op == "copy" and n.inputs[0] not in updated:
                 x = n.inputs[0]  # values are immutable unless updated in place
             if x is not None and not any(o.updates is not None for o in n.outputs):
-                g.replace(n.outputs[0], x)
+                y = n.outputs[0]
+                readers = [(m, i) for m in g.nodes for i, v in enumerate(m.inputs) if v is y]
+                outs = [k for k, v in enumerate(g.outputs) if v is y]
+                g.replace(y, x)
+                if updated and (x in updated or x.kind == "node" and x.producer.op in VIEW_OPS) \
+                        and not _acyclic(g):  # its readers would now have to run before an
+                    for m, i in readers:      # update they follow: keep n
+                        m.inputs[i] = y
+                    for k in outs:
+                        g.outputs[k] = y
+                    continue
                 g.remove(n)
                 removed.add(n)
             elif not (_collapse_views(g, n) or _relu_after_pool(g, n, uses)):
