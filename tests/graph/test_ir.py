@@ -47,7 +47,13 @@ def test_arity_dtype_shape_errors_name_node_argument_expectation():
         g.call("transpose", x, perm=(0, 0))
     with pytest.raises(Err, match=r"cannot broadcast input of shape \(2, 3\) to \(3, 3\)"):
         x.broadcast_to((3, 3))
+    with pytest.raises(Err, match=r"\(cast\): cast: attribute 'dtype': unknown dtype 'f8'"):
+        g.call("cast", x, dtype="f8")
+    with pytest.raises(Err, match=r"\(fill\): fill: attribute 'value' = 1e\+20 for int32"):
+        g.call("fill", shape=(2,), dtype="int32", value=1e20)
     assert not g.nodes  # refused nodes leave nothing behind
+    assert g.call("cast", x, dtype="float64").dtype == "float64"
+    assert g.call("arange", stop=5.0, dtype="int64").shape == (5,)
 
 
 def test_dangling_and_cycle():

@@ -12,7 +12,7 @@ from ..contract import dtypes as _dtypes
 from ..contract import opset
 from ..core import shapes
 from ..core.errors import InvalidArgumentError
-from ..core.ops import normalize_attrs
+from ..core.ops import _check_scalars, normalize_attrs
 
 __all__ = ["Value", "Node", "Graph", "VIEW_OPS", "Dim", "GraphError"]
 
@@ -243,6 +243,8 @@ class Graph:
         """Add a node; returns its output (or a tuple of its outputs, None for none)."""
         if op in VIEW_OPS and shape is not None:
             attrs["shape"], shape = tuple(shape), None
+        if dtype is not None and op in opset.OPS and "dtype" in opset.OPS[op].attr_names:
+            attrs["dtype"] = dtype  # cast and arange take their output dtype as an attribute
         n = self.node(op, list(inputs), attrs, shape=shape, dtype=dtype, name=name)
         outs = [v for v in n.outputs if v.updates is None]
         return outs[0] if len(outs) == 1 else (tuple(outs) if outs else None)
@@ -305,12 +307,13 @@ class Graph:
             attrs = normalize_attrs(schema, node.attrs)
             if "dtype" in attrs and not schema.inputs:
                 attrs["dtype"] = op_dtype
+            _check_scalars(schema, node.attrs, attrs, op_dtype)
             variadic = bool(schema.outputs) and getattr(schema.outputs[-1], "variadic", False)
             out_shapes, targets = shapes.infer(
                 schema, [sym.ints(v.shape) if v is not None else None for v in ins], attrs,
                 sym.ints(_check_shape(shape, where + ": shape")) if shape is not None else None,
                 *((n_out,) if variadic else ()))
-        except InvalidArgumentError as e:
+        except (InvalidArgumentError, TypeError) as e:
             raise GraphError(f"{where}: {e}") from None
         node.attrs, node.inputs = attrs, ins
         node.targets = [sym.dims(t, where) if t is not None else None for t in (targets or [])]
