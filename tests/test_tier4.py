@@ -254,17 +254,18 @@ def test_ops_runs_programs_with_several_outputs_and_out(testdev) -> None:
 
 
 def test_tier4_conformance_cases_pass_on_the_test_plugin(testdev) -> None:
-    """The whole elementwise_program case list (both dtypes) against the reference; the test
-    plugin's kernel goes through kernel_compile (ABI 1.2), so that path runs too."""
+    """Every tier-4 case (both dtypes) against the reference on the test plugin's naive kernels;
+    its elementwise_program goes through kernel_compile (ABI 1.2), so that path runs too."""
     lib = unidev.core.discovery.get(testdev).library
     assert lib.has_kernel_compile
     n = 0
-    for dtype in ("float32", "float64"):
-        for case in cases.cases_for("elementwise_program", dtype):
-            outcome = run_case("elementwise_program", dtype, case, testdev)
-            assert outcome.ok, outcome.message
-            n += 1
-    assert n > 200
+    for op in opset.by_tier(4):
+        for dtype in op.dtypes:
+            for case in cases.cases_for(op.name, dtype):
+                outcome = run_case(op.name, dtype, case, testdev)
+                assert outcome.ok, outcome.message
+                n += 1
+    assert n > 400
 
 
 def test_a_wrong_program_kernel_fails_conformance(testdev, monkeypatch) -> None:

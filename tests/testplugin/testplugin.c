@@ -13,8 +13,8 @@
  * -DUD_TESTPLUGIN_ABI_1_0 a 1.0-sized table (struct_size UD_API_SIZE_1_0, abi_minor 0, no
  * mem_device; the bytes past it are garbage, so a loader that reads them fails loudly);
  * -DUD_TESTPLUGIN_ABI_1_1 likewise a 1.1-sized one (mem_device, no kernel_compile).
- * Tier 4: elementwise_program (float32/float64) through the kit's program parser and
- * evaluator, and kernel_compile (1.2) for it. */
+ * Tier 4 (float32/float64): elementwise_program through the kit's program parser and evaluator,
+ * kernel_compile (1.2) for it, and naive conv2d_bias_act / gemm_bias_act. */
 #include <pthread.h>
 
 #ifndef TESTPLUGIN_DEVICES
@@ -167,6 +167,81 @@ static UD_Error* k_program(const UD_KernelArgs* a) {
   return e;
 }
 
+/* the fused ops in double, naively: out = act(acc + bias + residual) per output element */
+static double elem(const UD_Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  int64_t idx[4] = {i0, i1, i2, i3};
+  return load(t->dtype, at(t, idx)).f;
+}
+
+static UD_Error* epilogue_store(const UD_KernelArgs* a, int bias_in, int act, int64_t* idx,
+                                double acc) {
+  const UD_Tensor *y = &a->outputs[0], *bias = &a->inputs[bias_in], *res = &a->inputs[bias_in + 1];
+  if (ud_kit_present(bias)) acc += load(bias->dtype, at(bias, &idx[1])).f;
+  if (ud_kit_present(res)) acc += load(res->dtype, at(res, idx)).f;
+  store(y->dtype, at(y, idx), (Value){ud_kit_activation_f64(act, acc), 0}, 1);
+  return NULL;
+}
+
+static UD_Error* k_gemm_bias_act(const UD_KernelArgs* a) {
+  int act = 0;
+  UD_KIT_TRY(ud_kit_check_epilogue(UD_OP_GEMM_BIAS_ACT, a, &act));
+  UD_KIT_TRY(check_call(UD_OP_GEMM_BIAS_ACT, a));
+  const UD_Tensor *x = &a->inputs[0], *w = &a->inputs[1], *y = &a->outputs[0];
+  UD_KIT_REQUIRE(x->ndim == 2 && w->ndim == 2 && x->shape[0] == y->shape[0] &&
+                     w->shape[1] == y->shape[1] && x->shape[1] == w->shape[0],
+                 UD_ERR_INVALID_ARGUMENT, "gemm_bias_act: a, b and out shapes do not agree");
+  UD_KIT_TRY(ud_kit_check_dtype("gemm_bias_act", "a", x, y->dtype));
+  UD_KIT_TRY(ud_kit_check_dtype("gemm_bias_act", "b", w, y->dtype));
+  const double alpha = ud_kit_attr_float(a, UD_ATTR_GEMM_BIAS_ACT_ALPHA);
+  for (int64_t m = 0; m < y->shape[0]; m++)
+    for (int64_t n = 0; n < y->shape[1]; n++) {
+      double acc = 0;
+      for (int64_t k = 0; k < x->shape[1]; k++) acc += elem(x, m, k, 0, 0) * elem(w, k, n, 0, 0);
+      int64_t idx[2] = {m, n};
+      epilogue_store(a, UD_IN_GEMM_BIAS_ACT_BIAS, act, idx, alpha * acc);
+    }
+  return NULL;
+}
+
+static UD_Error* k_conv2d_bias_act(const UD_KernelArgs* a) {
+  int act = 0;
+  UD_KIT_TRY(ud_kit_check_epilogue(UD_OP_CONV2D_BIAS_ACT, a, &act));
+  UD_KIT_TRY(check_call(UD_OP_CONV2D_BIAS_ACT, a));
+  const UD_Tensor *x = &a->inputs[0], *w = &a->inputs[1], *y = &a->outputs[0];
+  const UD_Attr* at_ = a->attrs;
+  UD_KIT_REQUIRE(x->ndim == 4 && w->ndim == 4, UD_ERR_INVALID_ARGUMENT,
+                 "conv2d_bias_act: x and weight must be 4-D");
+  UD_KIT_TRY(ud_kit_check_dtype("conv2d_bias_act", "x", x, y->dtype));
+  UD_KIT_TRY(ud_kit_check_dtype("conv2d_bias_act", "weight", w, y->dtype));
+  const int64_t* st = at_[UD_ATTR_CONV2D_BIAS_ACT_STRIDE].value.ints.data;
+  const int64_t* pd = at_[UD_ATTR_CONV2D_BIAS_ACT_PADDING].value.ints.data;
+  const int64_t* dl = at_[UD_ATTR_CONV2D_BIAS_ACT_DILATION].value.ints.data;
+  const int64_t g = at_[UD_ATTR_CONV2D_BIAS_ACT_GROUPS].value.i;
+  UD_KIT_REQUIRE(at_[UD_ATTR_CONV2D_BIAS_ACT_STRIDE].value.ints.len == 2 &&
+                     at_[UD_ATTR_CONV2D_BIAS_ACT_PADDING].value.ints.len == 2 &&
+                     at_[UD_ATTR_CONV2D_BIAS_ACT_DILATION].value.ints.len == 2 && g >= 1 &&
+                     x->shape[1] == w->shape[1] * g && y->shape[1] == w->shape[0] &&
+                     w->shape[0] % g == 0 && y->shape[0] == x->shape[0],
+                 UD_ERR_INVALID_ARGUMENT, "conv2d_bias_act: shapes and attributes disagree");
+  const int64_t kg = w->shape[0] / g, cg = w->shape[1];
+  for (int64_t n = 0; n < y->shape[0]; n++)
+    for (int64_t k = 0; k < y->shape[1]; k++)
+      for (int64_t oh = 0; oh < y->shape[2]; oh++)
+        for (int64_t ow = 0; ow < y->shape[3]; ow++) {
+          double acc = 0;
+          for (int64_t c = 0; c < cg; c++)
+            for (int64_t r = 0; r < w->shape[2]; r++)
+              for (int64_t q = 0; q < w->shape[3]; q++) {
+                const int64_t h = oh * st[0] - pd[0] + r * dl[0], v = ow * st[1] - pd[1] + q * dl[1];
+                if (h >= 0 && h < x->shape[2] && v >= 0 && v < x->shape[3])
+                  acc += elem(x, n, (k / kg) * cg + c, h, v) * elem(w, k, c, r, q);
+              }
+          int64_t idx[4] = {n, k, oh, ow};
+          epilogue_store(a, UD_IN_CONV2D_BIAS_ACT_BIAS, act, idx, acc);
+        }
+  return NULL;
+}
+
 /* kernel_compile (ABI 1.2): refuses a malformed program at once and otherwise returns the
  * interpreter (no specialization to make: this tests the entry, not a code generator) */
 static UD_Error* testplugin_kernel_compile(const char* op, UD_DType dtype, const UD_Attr* attrs,
@@ -198,8 +273,11 @@ static UD_Error* testplugin_kernel_lookup(const char* op, UD_DType dtype, UD_Ker
   if (id == UD_OP_ADD) *out = k_add;
   if (id == UD_OP_MUL) *out = k_mul;
   if (id == UD_OP_MATMUL && dt == UD_DT_FLOAT32) *out = k_matmul;
-  if (id == UD_OP_ELEMENTWISE_PROGRAM && (dt == UD_DT_FLOAT32 || dt == UD_DT_FLOAT64))
-    *out = k_program;
+  if (dt == UD_DT_FLOAT32 || dt == UD_DT_FLOAT64) { /* tier 4 */
+    if (id == UD_OP_ELEMENTWISE_PROGRAM) *out = k_program;
+    if (id == UD_OP_GEMM_BIAS_ACT) *out = k_gemm_bias_act;
+    if (id == UD_OP_CONV2D_BIAS_ACT) *out = k_conv2d_bias_act;
+  }
   return NULL;
 }
 
