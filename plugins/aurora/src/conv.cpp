@@ -20,9 +20,10 @@ constexpr int64_t kMaxColumn = int64_t(1) << 23;  // elements of a core's im2col
 // dilation, groups, algorithm in that order from kFirst[kind]; the gradients lead with a shape.
 #define RUN(OP) UD_ATTR_##OP##_PADDING == UD_ATTR_##OP##_STRIDE + 1 && UD_ATTR_##OP##_DILATION == UD_ATTR_##OP##_STRIDE + 2 && \
                 UD_ATTR_##OP##_GROUPS == UD_ATTR_##OP##_STRIDE + 3 && UD_ATTR_##OP##_ALGORITHM == UD_ATTR_##OP##_STRIDE + 4
-static_assert(RUN(CONV2D) && RUN(CONV2D_BACKWARD_INPUT) && RUN(CONV2D_BACKWARD_WEIGHT) &&
+static_assert(RUN(CONV2D) && RUN(CONV2D_BACKWARD_INPUT) && RUN(CONV2D_BACKWARD_WEIGHT) && RUN(CONV2D_BIAS_ACT) &&
               UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE == 0 && UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE == 0, "conv");
-constexpr int kFirst[] = {UD_ATTR_CONV2D_STRIDE, UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE};
+constexpr int kFirst[] = {UD_ATTR_CONV2D_STRIDE, UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE,
+                          UD_ATTR_CONV2D_BIAS_ACT_STRIDE};
 
 // Validates the conv attributes (stride... from position `base`) and shapes; x and w are the shapes.
 bool geometry(Check& ck, const int64_t* x, const int64_t* w, int base, Geo* g) {
@@ -271,7 +272,8 @@ void tile_image(const Tile& t, const T* xp, const T* wt, const T* bias, T* y, in
 // y = conv(x, wt) (+ bias) for t's geometry: one region over (image, group, block of output
 // channels), the padded copy of the image in the core's scratch.
 template <class T>
-VESIMresult tiled(VESIMkernel_ctx* k, const Tile& t, const T* x, const T* wt, const T* bias, T* y) {
+VESIMresult tiled(VESIMkernel_ctx* k, const Tile& t, const T* x, const T* wt, const T* bias, T* y,
+                  const Epi<T>& epi = {}) {
   const int64_t cores = vesimDevCores(k), pairs = t.n * t.g, pad = t.cin * t.hp * t.wp;
   const int64_t blocks = (t.cout + kBlock - 1) / kBlock, taps = t.cin * t.r * t.s;
   const int64_t parts = std::min(blocks, std::max<int64_t>(1, (cores + pairs - 1) / pairs));
@@ -309,6 +311,9 @@ VESIMresult tiled(VESIMkernel_ctx* k, const Tile& t, const T* x, const T* wt, co
       const int64_t k0 = p * blocks / parts * kBlock, k1 = std::min(t.cout, (p + 1) * blocks / parts * kBlock);
       tile_image<T>(t, xp, wb + gi * taps * t.cout, bias ? bias + gi * t.cout : nullptr,
                     y + (n * t.g + gi) * t.cout * t.oh * t.ow, k0, k1);
+      if (epi.active())  // the block's output channels, whole planes
+        epilogue(epi, y, ((n * t.g + gi) * t.cout + k0) * t.oh * t.ow, k1 - k0, t.oh * t.ow, t.oh * t.ow,
+                 (const T*)nullptr, (const T*)nullptr);
     }
   });
 }
@@ -323,47 +328,59 @@ bool tiles_supported() {
 // grad of x, x for grad of weight) and write one output.
 static_assert(UD_IN_CONV2D_WEIGHT == 1 && UD_IN_CONV2D_BACKWARD_INPUT_GRAD_Y == 0 && UD_IN_CONV2D_BACKWARD_INPUT_WEIGHT == 1 &&
               UD_IN_CONV2D_BACKWARD_WEIGHT_GRAD_Y == 0 && UD_IN_CONV2D_BACKWARD_WEIGHT_X == 1, "conv inputs");
-const int kConvOps[] = {UD_OP_CONV2D, UD_OP_CONV2D_BACKWARD_INPUT, UD_OP_CONV2D_BACKWARD_WEIGHT};
+// kind 3: conv2d_bias_act, conv2d's inputs and attributes and then a residual and an activation
+static_assert(UD_IN_CONV2D_BIAS_ACT_X == UD_IN_CONV2D_X && UD_IN_CONV2D_BIAS_ACT_WEIGHT == UD_IN_CONV2D_WEIGHT &&
+              UD_IN_CONV2D_BIAS_ACT_BIAS == UD_IN_CONV2D_BIAS, "conv2d_bias_act inputs");
+const int kConvOps[] = {UD_OP_CONV2D, UD_OP_CONV2D_BACKWARD_INPUT, UD_OP_CONV2D_BACKWARD_WEIGHT, UD_OP_CONV2D_BIAS_ACT};
 constexpr int kGradY = 0, kOther = 1, kOut = 0;
 
 template <int Kind>
 UD_Error* conv_check(const UD_KernelArgs* a, UD_DType dt, Body body) {
+  constexpr bool fwd = Kind == 0 || Kind == 3, grad = !fwd;
   Check ck(a, kConvOps[Kind]);
   int64_t given[4];
   Geo g;
-  const UD_Tensor& x = ck.in(Kind == 0 ? UD_IN_CONV2D_X : kOther);  // the operand checked first
+  const UD_Tensor& x = ck.in(fwd ? UD_IN_CONV2D_X : kOther);  // the operand checked first
   if (!ck.signature() || !ck.dtypes(dt) || !ck.ndim(x, Kind == 1 ? "weight" : "x", 4, 4) ||
-      (Kind == 0 && !ck.ndim(ck.in(UD_IN_CONV2D_WEIGHT), "weight", 4, 4)) || (Kind && !shape_attr(ck, 0, given)))
+      (fwd && !ck.ndim(ck.in(UD_IN_CONV2D_WEIGHT), "weight", 4, 4)) || (grad && !shape_attr(ck, 0, given)))
     return ck.take();
   const int64_t* xs = Kind == 1 ? given : x.shape;
   const int64_t* ws = Kind == 2 ? given : ck.in(kOther).shape;
   if (!geometry(ck, xs, ws, kFirst[Kind], &g)) return ck.take();
   int64_t y[4] = {g.n, g.k, g.oh, g.ow};
   const UD_Tensor& bias = ck.in(UD_IN_CONV2D_BIAS);
-  if (Kind == 0 ? !shape_is(ck, ck.out(kOut), "y", y) ||
+  if (fwd ? !shape_is(ck, ck.out(kOut), "y", y) ||
                       (bias.ndim >= 0 && (!ck.ndim(bias, "bias", 1, 1) || !ck.dim(bias, "bias", 0, g.k)))
                 : !shape_is(ck, ck.in(kGradY), "grad_y", y) || !shape_is(ck, ck.out(kOut), "output", Kind == 1 ? xs : ws))
     return ck.take();
+  int act = UD_ACT_NONE;  // bias (again), residual and activation
+  if (UD_Error* e = Kind == 3 ? ud_kit_check_epilogue(UD_OP_CONV2D_BIAS_ACT, a, &act) : nullptr) return e;
+  g.act = act;
   // channels-last: the activations' layout decides (weights are repacked either way)
-  g.lay = Kind == 0 ? choose_layout(a, {UD_IN_CONV2D_X}, {kOut}) : choose_layout(a, {kGradY, Kind == 2 ? kOther : -1}, {Kind == 1 ? kOut : -1});
+  g.lay = fwd ? choose_layout(a, {UD_IN_CONV2D_X, Kind == 3 ? UD_IN_CONV2D_BIAS_ACT_RESIDUAL : -1}, {kOut})
+              : choose_layout(a, {kGradY, Kind == 2 ? kOther : -1}, {Kind == 1 ? kOut : -1});
   // channels-last "auto": the GEMM, but loops along channels for depthwise layers (one-column GEMMs)
   if (g.lay == kNHWC && !strcmp(a->attrs[kFirst[Kind] + 4].value.s, "auto"))
     g.algo = g.cg == 1 && g.kg == 1 ? kDirect : kIm2col;
   return launch(a, make_call(a, kConvOps[Kind], body, pack(g)));
 }
 
-template <class T> struct Conv2d {
-  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<0>(a, ud_of<T>(), body); }
+// conv2d and (kFused) conv2d_bias_act: the same loops, the epilogue on each tile they write
+template <class T, bool kFused = false> struct Conv2d {
+  static UD_Error* run(const UD_KernelArgs* a) { return conv_check<kFused ? 3 : 0>(a, ud_of<T>(), body); }
   static VESIMresult body(VESIMkernel_ctx* k, Call& c) {
     auto g = unpack<Geo>(c);
     const T *x, *w, *bias;
     T* y;
+    Epi<T> e{nullptr, g.act};
+    if (kFused)
+      if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_BIAS_ACT_RESIDUAL], &e.res, Layout(g.lay))) return r;
     if (g.lay == kNHWC) {
       if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_X], &x, kNHWC)) return r;
       if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_BIAS], &bias)) return r;
       if (VESIMresult r = dense_out(k, c.out[kOut], &y, false, kNHWC)) return r;
       if (c.out[kOut].numel() == 0) return VESIM_SUCCESS;
-      VESIMresult r = nhwc_conv<T>(k, g, x, c.in[UD_IN_CONV2D_WEIGHT], bias, y);
+      VESIMresult r = nhwc_conv<T>(k, g, x, c.in[UD_IN_CONV2D_WEIGHT], bias, e, y);
       return r ? r : store(k, c.out[kOut], y, kNHWC);
     }
     if (VESIMresult r = dense_in(k, c.in[UD_IN_CONV2D_X], &x)) return r;
@@ -379,7 +396,7 @@ template <class T> struct Conv2d {
           wt[(ko / g.kg * g.rows() + j) * g.kg + ko % g.kg] = w[ko * g.rows() + j];
       const Tile t{g.n, g.g, g.cg, g.kg, g.h, g.w, g.r, g.s, g.ph, g.pw, g.dh, g.dw, g.oh, g.ow,
                    g.h + 2 * g.ph, g.w + 2 * g.pw};
-      VESIMresult r = tiled<T>(k, t, x, wt, bias, y);
+      VESIMresult r = tiled<T>(k, t, x, wt, bias, y, e);
       return r ? r : store(k, c.out[kOut], y);
     }
     if (g.algo == kTiled) g.algo = kIm2col;
@@ -388,10 +405,10 @@ template <class T> struct Conv2d {
       r = parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; i++) std::fill_n(y + i * g.plane(), g.plane(), bias ? bias[i % g.k] : T(0));
       });
-    if (!r) r = g.algo == kDirect ? direct(k, g, x, w, y) : lowered(k, g, x, w, y, T(bias ? 1 : 0));
+    if (!r) r = g.algo == kDirect ? direct(k, g, x, w, y, e) : lowered(k, g, x, w, y, T(bias ? 1 : 0), e);
     return r ? r : store(k, c.out[kOut], y);
   }
-  static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y, T beta) {
+  static VESIMresult lowered(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y, T beta, const Epi<T>& epi) {
     T* buf;
     return per_image(k, g, g.rows() * g.plane(), g.oh, &buf, [&](auto n, auto gi, auto h0, auto h1, T* col, int) {
       im2col(g, x + (n * g.c + gi * g.cg) * g.h * g.w, col, h0, h1);  // output rows [h0, h1)
@@ -399,9 +416,12 @@ template <class T> struct Conv2d {
       gemm<T>(k, {w + gi * g.kg * g.rows(), g.kg, g.rows(), g.rows(), 1}, {col, g.rows(), cols, cols, 1},
               {y + (n * g.k + gi * g.kg) * g.plane() + h0 * g.ow, g.kg, cols, g.plane(), 1}, T(1),
               beta, nullptr, true);  // every operand is in a BLAS layout: no packing scratch
+      if (epi.active())
+        epilogue(epi, y, (n * g.k + gi * g.kg) * g.plane() + h0 * g.ow, g.kg, cols, g.plane(), (const T*)nullptr,
+                 (const T*)nullptr);
     });
   }
-  static VESIMresult direct(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y) {
+  static VESIMresult direct(VESIMkernel_ctx* k, const Geo& g, const T* x, const T* w, T* y, const Epi<T>& epi) {
     return parallel(k, g.n * g.k, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; i++) {
         int64_t n = i / g.k, ko = i % g.k, gi = ko / g.kg;
@@ -419,6 +439,7 @@ template <class T> struct Conv2d {
               });
             }
         }
+        if (epi.active()) epilogue(epi, y, i * g.plane(), 1, g.plane(), g.plane(), (const T*)nullptr, (const T*)nullptr);
       }
     });
   }
@@ -560,7 +581,9 @@ template <class T> struct Conv2dBackwardWeight {
   }
 };
 
+template <class T> using Conv2dBiasAct = Conv2d<T, true>;
 const RegisterTypes<Conv2d, float, double> reg_conv(UD_OP_CONV2D);
+const RegisterTypes<Conv2dBiasAct, float, double> reg_conv_fused(UD_OP_CONV2D_BIAS_ACT);
 const RegisterTypes<Conv2dBackwardInput, float, double> reg_conv_bi(UD_OP_CONV2D_BACKWARD_INPUT);
 const RegisterTypes<Conv2dBackwardWeight, float, double> reg_conv_bw(UD_OP_CONV2D_BACKWARD_WEIGHT);
 

@@ -106,7 +106,8 @@ template <class F> inline void taps(const Geo& g, int64_t m, F&& f) {
 }  // namespace
 
 template <class T>
-VESIMresult nhwc_conv(VESIMkernel_ctx* k, const Geo& g, const T* x, const Tensor& w, const T* bias, T* y) {
+VESIMresult nhwc_conv(VESIMkernel_ctx* k, const Geo& g, const T* x, const Tensor& w, const T* bias,
+                      const Epi<T>& epi, T* y) {
   const T* wd = pack_weight<T>(k, g, w);
   if (!wd) return VESIM_ERROR_OUT_OF_MEMORY;
   const int64_t m = g.n * g.plane(), rows = g.rows();
@@ -119,6 +120,7 @@ VESIMresult nhwc_conv(VESIMkernel_ctx* k, const Geo& g, const T* x, const Tensor
           const T* in = x + ((i / g.plane() * g.h + ih) * g.w + iw) * g.c;
           for (int64_t c = 0; c < g.cg; c++) group_axpy(g, in, c, wd + ((r * g.s + s) * g.cg + c) * g.k, out);
         });
+        if (epi.active()) epilogue(epi, y, i * g.k, 1, g.k, g.k, (const T*)nullptr, (const T*)nullptr);
       }
     });
   const bool direct_a = pointwise(g);
@@ -136,10 +138,8 @@ VESIMresult nhwc_conv(VESIMkernel_ctx* k, const Geo& g, const T* x, const Tensor
       }
       T* yt = y + m0 * g.k + gi * g.kg;
       gemm<T>(k, a, {wd + gi * g.kg, rows, g.kg, g.k, 1}, {yt, m1 - m0, g.kg, g.k, 1}, T(1), T(0), nullptr, true);
-      if (bias)  // on the tile just written, while it is in cache
-        for (int64_t j = 0; j < m1 - m0; j++)
-#pragma omp simd
-          for (int64_t kk = 0; kk < g.kg; kk++) yt[j * g.k + kk] += bias[gi * g.kg + kk];
+      if (bias || epi.active())  // on the tile just written, while it is in cache
+        epilogue(epi, y, yt - y, m1 - m0, g.kg, g.k, (const T*)nullptr, bias ? bias + gi * g.kg : nullptr);
     }
   });
 }
@@ -256,7 +256,7 @@ VESIMresult nhwc_grad_w(VESIMkernel_ctx* k, const Geo& g, const T* gy, const T* 
 }
 
 #define INSTANTIATE(T)                                                                                     \
-  template VESIMresult nhwc_conv<T>(VESIMkernel_ctx*, const Geo&, const T*, const Tensor&, const T*, T*); \
+  template VESIMresult nhwc_conv<T>(VESIMkernel_ctx*, const Geo&, const T*, const Tensor&, const T*, const Epi<T>&, T*); \
   template VESIMresult nhwc_grad_x<T>(VESIMkernel_ctx*, const Geo&, const T*, const Tensor&, T*);         \
   template VESIMresult nhwc_grad_w<T>(VESIMkernel_ctx*, const Geo&, const T*, const T*, Tensor&);
 INSTANTIATE(float)
