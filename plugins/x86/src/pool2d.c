@@ -24,59 +24,39 @@ typedef struct {
   atomic_llong bad;
 } Planes;
 
-static char* plane(const UD_Tensor* t, int64_t p, int64_t c) {
-  return (char*)ud_x86_ptr(t) +
-         ((p / c) * t->strides[0] + (p % c) * t->strides[1]) * ud_kit_itemsize(t->dtype);
-}
-
-/* Image n's channels [c0, c0 + nc) of tensor t. */
-static char* block(const UD_Tensor* t, int64_t n, int64_t c0) {
-  return (char*)ud_x86_ptr(t) + (n * t->strides[0] + c0) * ud_kit_itemsize(t->dtype);
-}
-
-static void blocks_task(void* ctx, int64_t begin, int64_t end) {
-  Planes* P = ctx;
-  const int f32 = P->dt == UD_DT_FLOAT32;
-  for (int64_t p = begin; p < end; p++) {
-    const int64_t n = p / P->nb, c0 = p % P->nb * P->cbs;
-    const int64_t nc = P->c - c0 < P->cbs ? P->c - c0 : P->cbs;
-    char *x = block(P->x, n, c0), *y = block(P->y, n, c0);
-    int64_t* idx = P->idx ? (int64_t*)block(P->idx, n, c0) : NULL;
-    if (P->kind == P_MAX && !P->backward) {
-      (f32 ? ud_max_pool_cl_f32 : ud_max_pool_cl_f64)(&P->g, nc, x, y, idx);
-    } else if (P->kind == P_MAX) {
-      int64_t bad = 0;
-      int none = 0;
-      if (!(f32 ? ud_max_pool_backward_cl_f32 : ud_max_pool_backward_cl_f64)(&P->g, nc, x, y, idx,
-                                                                            &bad) &&
-          atomic_compare_exchange_strong(&P->any_bad, &none, 1))
-        atomic_store(&P->bad, (long long)bad);
-    } else if (P->backward) {
-      (f32 ? ud_avg_pool_backward_cl_f32 : ud_avg_pool_backward_cl_f64)(&P->g, nc, x, y);
-    } else {
-      (f32 ? ud_avg_pool_cl_f32 : ud_avg_pool_cl_f64)(&P->g, nc, x, y);
-    }
-  }
+/* Task p's part of tensor t: plane p (image p / c, channel p % c), or channels-last, image
+ * p / nb's channel block p % nb. */
+static char* part(const Planes* P, const UD_Tensor* t, int64_t p) {
+  const int64_t n = P->cl ? p / P->nb : p / P->c, c = P->cl ? p % P->nb * P->cbs : p % P->c;
+  const int64_t off = n * t->strides[0] + c * t->strides[1];
+  return (char*)ud_x86_ptr(t) + off * ud_kit_itemsize(t->dtype);
 }
 
 static void planes_task(void* ctx, int64_t begin, int64_t end) {
   Planes* P = ctx;
-  const int f32 = P->dt == UD_DT_FLOAT32;
+  const int f32 = P->dt == UD_DT_FLOAT32, cl = P->cl;
   for (int64_t p = begin; p < end; p++) {
-    char *x = plane(P->x, p, P->c), *y = plane(P->y, p, P->c);
-    int64_t* idx = P->idx ? (int64_t*)plane(P->idx, p, P->c) : NULL;
+    char *x = part(P, P->x, p), *y = part(P, P->y, p);
+    int64_t* idx = P->idx ? (int64_t*)part(P, P->idx, p) : NULL;
+    const int64_t c0 = cl ? p % P->nb * P->cbs : 0, nc = P->c - c0 < P->cbs ? P->c - c0 : P->cbs;
     if (P->kind == P_MAX && !P->backward) {
-      (f32 ? ud_max_pool_f32 : ud_max_pool_f64)(&P->g, x, y, idx);
+      if (cl) (f32 ? ud_max_pool_cl_f32 : ud_max_pool_cl_f64)(&P->g, nc, x, y, idx);
+      else (f32 ? ud_max_pool_f32 : ud_max_pool_f64)(&P->g, x, y, idx);
     } else if (P->kind == P_MAX) {
       int64_t bad = 0;
       int none = 0;
-      if (!(f32 ? ud_max_pool_backward_f32 : ud_max_pool_backward_f64)(&P->g, x, y, idx, &bad) &&
-          atomic_compare_exchange_strong(&P->any_bad, &none, 1))
+      const int ok =
+          cl ? (f32 ? ud_max_pool_backward_cl_f32 : ud_max_pool_backward_cl_f64)(&P->g, nc, x, y,
+                                                                                idx, &bad)
+             : (f32 ? ud_max_pool_backward_f32 : ud_max_pool_backward_f64)(&P->g, x, y, idx, &bad);
+      if (!ok && atomic_compare_exchange_strong(&P->any_bad, &none, 1))
         atomic_store(&P->bad, (long long)bad);
     } else if (P->backward) { /* average and adaptive average */
-      (f32 ? ud_avg_pool_backward_f32 : ud_avg_pool_backward_f64)(&P->g, x, y);
+      if (cl) (f32 ? ud_avg_pool_backward_cl_f32 : ud_avg_pool_backward_cl_f64)(&P->g, nc, x, y);
+      else (f32 ? ud_avg_pool_backward_f32 : ud_avg_pool_backward_f64)(&P->g, x, y);
     } else {
-      (f32 ? ud_avg_pool_f32 : ud_avg_pool_f64)(&P->g, x, y);
+      if (cl) (f32 ? ud_avg_pool_cl_f32 : ud_avg_pool_cl_f64)(&P->g, nc, x, y);
+      else (f32 ? ud_avg_pool_f32 : ud_avg_pool_f64)(&P->g, x, y);
     }
   }
 }
@@ -171,7 +151,7 @@ static UD_Error* pool_kernel(int id, int kind, int backward, const UD_KernelArgs
     while (x->shape[0] * P.nb < 4 * ud_x86_threads() && P.c / (2 * P.nb) >= 16) P.nb *= 2;
     P.cbs = (P.c + P.nb - 1) / P.nb;
     P.nb = (P.c + P.cbs - 1) / P.cbs;
-    ud_x86_parallel(x->shape[0] * P.nb, (1 << 15) / (work * P.cbs + 1) + 1, blocks_task, &P);
+    ud_x86_parallel(x->shape[0] * P.nb, (1 << 15) / (work * P.cbs + 1) + 1, planes_task, &P);
   } else {
     ud_x86_parallel(planes, (1 << 15) / (work + 1) + 1, planes_task, &P);
   }
