@@ -26,6 +26,8 @@ UD_Error* ud_x86_memcpy_d2d(UD_Stream stream, UD_Handle dst, UD_Handle src, uint
 UD_Error* ud_x86_memset(UD_Stream stream, UD_Handle dst, uint64_t pattern, uint32_t elem_size,
                         uint64_t count);
 UD_Error* ud_x86_mem_device(UD_Handle handle, int32_t* device);
+UD_Error* ud_x86_kernel_compile(const char* op, UD_DType dtype, const UD_Attr* attrs,
+                                int32_t num_attrs, UD_KernelFn* kernel); /* src/program.c */
 
 UD_Error* ud_x86_check_device(const char* fn, int32_t device) {
   UD_KIT_REQUIRE(device == 0, UD_ERR_INVALID_ARGUMENT,
@@ -158,7 +160,8 @@ static const UD_Api g_api = {
     stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
     event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
     ud_x86_kernel_lookup,
-    ud_x86_mem_device, /* 1.1 */
+    ud_x86_mem_device,     /* 1.1 */
+    ud_x86_kernel_compile, /* 1.2 */
 };
 
 UD_EXPORT const UD_Api* unidev_get_api(void) { return &g_api; }

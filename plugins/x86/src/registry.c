@@ -6,7 +6,7 @@ static const UD_X86Kernel* const g_tables[] = {
     ud_x86_elementwise_kernels, ud_x86_memory_kernels, ud_x86_reduce_kernels,
     ud_x86_softmax_kernels,     ud_x86_pool_kernels,   ud_x86_nn_kernels,
     ud_x86_matmul_kernels,      ud_x86_conv_kernels, /* src/dense */
-    ud_x86_optim_kernels,
+    ud_x86_optim_kernels,       ud_x86_program_kernels,
 };
 
 UD_Error* ud_x86_kernel_lookup(const char* op, UD_DType dtype, UD_KernelFn* kernel) {

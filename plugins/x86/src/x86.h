@@ -133,6 +133,7 @@ extern const UD_X86Kernel ud_x86_nn_kernels[];
 extern const UD_X86Kernel ud_x86_matmul_kernels[]; /* src/dense */
 extern const UD_X86Kernel ud_x86_conv_kernels[];
 extern const UD_X86Kernel ud_x86_optim_kernels[]; /* src/optim.c */
+extern const UD_X86Kernel ud_x86_program_kernels[]; /* src/program.c (and its kernel_compile) */
 
 /* Runs a kernel that opens OpenMP regions (src/dense: oneDNN, the conv loops, gemm): inline on
  * the process's main thread, else on the plugin's one OpenMP thread, serialized (threads.c says
