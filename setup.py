@@ -7,8 +7,9 @@ setup(
     ext_modules=[
         Pybind11Extension(
             "unidev._C",
-            ["unidev/csrc/binding.cpp", "unidev/graph/native/ud_plan.c"],
-            depends=["unidev/csrc/plan.cpp", "unidev/graph/native/ud_plan.h"],
+            ["unidev/csrc/binding.cpp", "unidev/csrc/ud_plan_runtime.cpp"],
+            depends=["unidev/csrc/plan.cpp", "unidev/graph/native/ud_plan.c",
+                     "unidev/graph/native/ud_plan.h"],
             include_dirs=["unidev/contract/include"],
             cxx_std=17,
             libraries=["dl"],

@@ -1,7 +1,7 @@
 // unidev._C.Plan: the native plan runtime (unidev/graph/native/ud_plan.c) bound to a Library.
 //
 // Included by binding.cpp after its anonymous namespace (it uses Library, fill_tensor and the
-// error helpers there); ud_plan.c itself is compiled as its own C source (setup.py). Bound
+// error helpers there); ud_plan.c is its own translation unit (ud_plan_runtime.cpp). Bound
 // tensors go through fill_tensor, so a freed, foreign or too-small allocation is refused before
 // the plan sees it, and through Library::use, so a run on a stream is ordered after each
 // operand's previous use, as for a single kernel call.
