@@ -78,6 +78,27 @@ SPECIAL = {
         grad=val(d, 2, 3, 2, 3), ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID"),
     "AvgPoolGrad": lambda d: dict(orig_input_shape=[2, 6, 5, 3], grad=val(d, 2, 3, 2, 3),
                                   ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID"),
+    "DepthwiseConv2dNative": lambda d: dict(input=img(d), filter=val(d, 2, 2, 3, 2),
+                                            strides=[1, 1, 1, 1], padding="SAME"),
+    "DepthwiseConv2dNativeBackpropInput": lambda d: dict(
+        input_sizes=[2, 6, 5, 3], filter=val(d, 2, 2, 3, 2), out_backprop=val(d, 2, 5, 4, 6),
+        strides=[1, 1, 1, 1], padding="VALID"),
+    "DepthwiseConv2dNativeBackpropFilter": lambda d: dict(
+        input=img(d), filter_sizes=[2, 2, 3, 2], out_backprop=val(d, 2, 5, 4, 6),
+        strides=[1, 1, 1, 1], padding="VALID"),
+    # Their reserve-space placeholders differ between TF CPU's kernels (oneDNN's [0], Eigen's
+    # [] or unset values): the refusal is compared here; tests/tensorflow/test_channels_last.py
+    # compares what the ops compute (forward, statistics, gradient) through tf.nn.
+    "FusedBatchNormV3": lambda d: dict(x=img(d), scale=val(d, 4), offset=val(d, 3),
+                                       mean=val(d, 3), variance=val(d, 3), is_training=True,
+                                       exponential_avg_factor=0.5),
+    "FusedBatchNormGradV3": lambda d: dict(y_backprop=val(d, 2, 6, 5, 2), x=img(d),
+                                           scale=val(d, 3), reserve_space_1=val(d, 3),
+                                           reserve_space_2=val(d, 3), reserve_space_3=val(d, 0)),
+    "Pad": lambda d: dict(input=val(d, 2, 3), paddings=[[1, 0], [0, 2]]),
+    "Slice": lambda d: dict(input=val(d, 3, 4), begin=[1, 1], size=[2, -1]),
+    "Relu6": lambda d: dict(features=val(d, 2, 3, lo=-1, hi=8)),
+    "Relu6Grad": lambda d: dict(gradients=val(d, 2, 3), features=val(d, 2, 3, lo=-1, hi=8)),
 }
 REDUCE = {"Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin"}
 

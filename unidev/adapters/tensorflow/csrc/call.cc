@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace udtf {
 namespace {
@@ -13,6 +14,20 @@ UD_Attr g_defaults[UD_OP_COUNT][kMaxAttrs];  // each op's attributes with the op
 
 // Kernels never nest on a thread: each thread reuses one list of fetched tensors and one status.
 thread_local std::vector<TF_Tensor*> t_owned;
+
+// A copy that changes the order of the dimensions in memory (a transpose), as opposed to one that
+// broadcasts, tiles or takes a window: the input's strides, over the dimensions the output
+// lays out from outermost to innermost, are not non-increasing.
+bool reorders(const UD_Tensor& in, const UD_Tensor& out) {
+  if (in.ndim != out.ndim) return false;
+  int order[kMaxDims], n = 0;
+  for (int i = 0; i < out.ndim; i++)
+    if (out.shape[i] > 1 && in.strides[i] != 0) order[n++] = i;
+  std::sort(order, order + n, [&](int a, int b) { return out.strides[a] > out.strides[b]; });
+  for (int j = 1; j < n; j++)
+    if (std::abs(in.strides[order[j]]) > std::abs(in.strides[order[j - 1]])) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -194,6 +209,12 @@ bool Call::run(int op, std::initializer_list<const Desc*> ins,
   int ni = 0, no = 0;
   for (const Desc* d : ins) ti[ni++] = const_cast<Desc*>(d)->get();
   for (const Desc* d : outs) to[no++] = const_cast<Desc*>(d)->get();
+  if (op == UD_OP_COPY) {
+    count(k->op, kCopies);
+    if (reorders(ti[0], to[0])) count(k->op, kTransposes);
+  } else if (op == UD_OP_PAD_CONSTANT) {
+    count(k->op, kPads);
+  }
   UD_KernelArgs args{sizeof(UD_KernelArgs), sp->device, sp->stream, ti, ni, to, no, attrs.a,
                      attrs.n};
   UD_Error* err = fn(&args);

@@ -100,7 +100,8 @@ struct Kern {
   const TfOpInfo* op;
   HandlerFn fn = nullptr;
   int flags = 0;
-  bool ta = false, tb = false, keep_dims = false, nchw = false;
+  bool ta = false, tb = false, keep_dims = false, nchw = false, training = false;
+  float epsilon = 1e-4f, avg_factor = 1.0f;  // FusedBatchNorm
   std::string padding;
   std::vector<int64_t> ksize, strides, dilations, explicit_pads;
   TF_DataType dst = TF_FLOAT;
@@ -172,6 +173,11 @@ Desc temp_like(Call& c, const Desc& like, TF_DataType dt);
 void reduce_into_output(Call& c, int op, const Desc& x, const std::vector<int64_t>& axes,
                         bool keep);
 
+// Debug counters per TF op (udtf_debug_count, for tests): kernel calls, and the copies and pads
+// its handler issued, "transposes" being copies that change the order of the dimensions.
+enum Counter { kCalls, kCopies, kTransposes, kPads, kNumCounters };
+void count(const TfOpInfo* op, Counter what);
+
 // The handler families (one file each); TF_InitKernel calls every one.
 void register_elementwise();
 void register_reduce();
@@ -180,6 +186,7 @@ void register_shape();
 void register_loss();
 void register_conv();
 void register_pool();
+void register_norm();
 // Registers a TF kernel per (TF op, dtype) whose handler and plugin kernels exist; returns how
 // many. Then the variable-op library, for the plugin `api`.
 int register_kernels();

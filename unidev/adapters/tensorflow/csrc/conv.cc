@@ -1,5 +1,6 @@
-// conv.cc — Conv2D and its input/filter gradients on the op set's NCHW convolutions (NHWC as
-// permuted views); asymmetric SAME padding pads the input or takes the padded gradient's interior.
+// conv.cc — Conv2D, DepthwiseConv2dNative and their input/filter gradients on the op set's NCHW
+// convolutions: NHWC tensors and HWIO filters as permuted views (no copies); asymmetric SAME
+// padding (conv2d pads symmetrically) pads the input or takes the padded gradient's interior.
 #include "window.h"
 
 namespace udtf {
@@ -30,13 +31,12 @@ bool check_conv_attrs(Call& c, TF_Code unsupported) {
   return check_padding(c, cd);
 }
 
-// x zero-padded (asymmetrically) into a contiguous NCHW temporary.
+// x zero-padded (asymmetrically) into a temporary of the kernel's layout. The op set's conv2d
+// pads symmetrically, so this is the one copy left on TF's layout path (stride-2 SAME convs).
 Desc padded(Call& c, const Desc& x, const Window& w) {
-  TF_Tensor* t = c.temp(c.out_type(), {x.shape[0], x.shape[1],
-                                       x.shape[2] + w.before[0] + w.after[0],
-                                       x.shape[3] + w.before[1] + w.after[1]});
-  if (!t) return absent();
-  Desc out = desc(c, t);
+  int64_t s[4] = {x.shape[0], x.shape[1], x.shape[2] + w.before[0] + w.after[0],
+                  x.shape[3] + w.before[1] + w.after[1]};
+  Desc out = layout_temp(c, c.out_type(), s);
   int64_t pads[8] = {0, 0, 0, 0, w.before[0], w.after[0], w.before[1], w.after[1]};
   c.run(UD_OP_PAD_CONSTANT, {&x}, {&out}, Attrs(UD_OP_PAD_CONSTANT).ints("pads", pads, 8));
   return out;
@@ -62,15 +62,35 @@ bool conv_shapes(Call& c, const Desc& x, const Desc& f, const Desc& grad, Window
                        layout_dims(c.k, x.shape[0], f.shape[0], w->out[0], w->out[1])));
 }
 
-void h_conv2d(Call& c) {
+// A TF filter as the op set's weight: Conv2D's HWIO [R,S,C,K] as OIHW; a depthwise filter
+// [R,S,C,M] as [C*M,1,R,S] (output channel c*M+m is group c's m-th: conv2d with groups = C).
+Desc weight_view(const Desc& f, bool depthwise) {
+  if (!depthwise) return f.permuted(kHwioAsOihw);
+  Desc w = f;
+  w.shape[0] = f.shape[2] * f.shape[3], w.strides[0] = f.strides[3];
+  w.shape[1] = 1, w.strides[1] = w.shape[0];
+  w.shape[2] = f.shape[0], w.strides[2] = f.strides[0];
+  w.shape[3] = f.shape[1], w.strides[3] = f.strides[1];
+  return w;
+}
+
+// A depthwise filter's input depth (its dim 2) must be the input's.
+bool depthwise_depth(Call& c, bool depthwise, const Desc& x, const Desc& f) {
+  return !depthwise || x.shape[1] == f.shape[2] ||
+         c.fail(TF_INVALID_ARGUMENT, "input and filter must have the same depth: " +
+                                         std::to_string(x.shape[1]) + " vs " +
+                                         std::to_string(f.shape[2]));
+}
+
+void conv2d(Call& c, bool dw) {
   Desc xin, fin;
   if (!c.device_input(0, &xin) || !c.device_input(1, &fin)) return;
   if (!check_conv_attrs(c, TF_UNIMPLEMENTED)) return;
   if (xin.t.ndim != 4 || fin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input and filter must be 4-D"));
-  Desc x = nchw(c.k, xin), f = fin.permuted(kHwioAsOihw), none = absent();
+  Desc x = nchw(c.k, xin), f = weight_view(fin, dw), none = absent();
   Window w;
-  if (!conv_shapes(c, x, f, none, &w)) return;
+  if (!depthwise_depth(c, dw, x, fin) || !conv_shapes(c, x, f, none, &w)) return;
   TF_Tensor* y = c.output(0, c.out_type(), layout_dims(c.k, x.shape[0], f.shape[0], w.out[0],
                                                       w.out[1]));
   if (!y) return;
@@ -79,7 +99,7 @@ void h_conv2d(Call& c) {
         conv_attrs(UD_OP_CONV2D, w, symmetric(w) ? w.before : nullptr, x.shape[1] / f.shape[1]));
 }
 
-void h_conv2d_bi(Call& c) {
+void conv2d_bi(Call& c, bool dw) {
   std::vector<int64_t> xdims;
   Desc fin, gin;
   if (!c.shape_arg(0, "input_sizes", &xdims) || !c.device_input(1, &fin) ||
@@ -87,10 +107,9 @@ void h_conv2d_bi(Call& c) {
     return;
   if (xdims.size() != 4 || fin.t.ndim != 4 || gin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input_sizes, filter and out_backprop must be 4-D"));
-  Desc f = fin.permuted(kHwioAsOihw);
+  Desc f = weight_view(fin, dw), xs = nchw(c.k, contiguous(0, c.out_type(), xdims.data(), 4, 0));
   Window w;
-  if (!conv_shapes(c, nchw(c.k, contiguous(0, c.out_type(), xdims.data(), 4, 0)), f, gin, &w))
-    return;
+  if (!depthwise_depth(c, dw, xs, fin) || !conv_shapes(c, xs, f, gin, &w)) return;
   TF_Tensor* gx = c.output(0, c.out_type(), xdims);
   if (!gx) return;
   Desc dx = nchw(c.k, desc(c, gx)), g = nchw(c.k, gin);
@@ -103,9 +122,7 @@ void h_conv2d_bi(Call& c) {
   // Asymmetric padding: the gradient of the padded input, then its interior.
   shape[2] += w.before[0] + w.after[0];
   shape[3] += w.before[1] + w.after[1];
-  TF_Tensor* t = c.temp(c.out_type(), std::vector<int64_t>(shape, shape + 4));
-  if (!t) return;
-  Desc gp = desc(c, t), inner = gp;
+  Desc gp = layout_temp(c, c.out_type(), shape), inner = gp;
   if (!c.run(UD_OP_CONV2D_BACKWARD_INPUT, {&g, &f}, {&gp},
              conv_attrs(UD_OP_CONV2D_BACKWARD_INPUT, w, nullptr, groups)
                  .ints("input_shape", shape, 4)))
@@ -116,7 +133,7 @@ void h_conv2d_bi(Call& c) {
   c.run(UD_OP_COPY, {&inner}, {&dx});
 }
 
-void h_conv2d_bf(Call& c) {
+void conv2d_bf(Call& c, bool dw) {
   Desc xin, gin;
   std::vector<int64_t> fdims;
   // TF CPU's Conv2DBackpropFilter reports batch/depth strides as invalid arguments
@@ -126,13 +143,12 @@ void h_conv2d_bf(Call& c) {
   if (fdims.size() != 4 || xin.t.ndim != 4 || gin.t.ndim != 4)
     return void(c.fail(TF_INVALID_ARGUMENT, "input, filter_sizes and out_backprop must be 4-D"));
   Desc x = nchw(c.k, xin), g = nchw(c.k, gin);
+  Desc fs = contiguous(0, c.out_type(), fdims.data(), 4, 0);
   Window w;
-  if (!conv_shapes(c, x, contiguous(0, c.out_type(), fdims.data(), 4, 0).permuted(kHwioAsOihw),
-                   gin, &w))
-    return;
+  if (!depthwise_depth(c, dw, x, fs) || !conv_shapes(c, x, weight_view(fs, dw), gin, &w)) return;
   TF_Tensor* gf = c.output(0, c.out_type(), fdims);
   if (!gf) return;
-  Desc df = desc(c, gf).permuted(kHwioAsOihw);
+  Desc df = weight_view(desc(c, gf), dw);
   int64_t groups = x.shape[1] / df.shape[1];
   int64_t wshape[4] = {df.shape[0], df.shape[1], df.shape[2], df.shape[3]};
   Desc src = symmetric(w) ? x : padded(c, x, w);
@@ -144,9 +160,12 @@ void h_conv2d_bf(Call& c) {
 }  // namespace
 
 void register_conv() {
-  handler("conv2d", h_conv2d);
-  handler("conv2d_bi", h_conv2d_bi);
-  handler("conv2d_bf", h_conv2d_bf);
+  handler("conv2d", [](Call& c) { conv2d(c, false); });
+  handler("conv2d_bi", [](Call& c) { conv2d_bi(c, false); });
+  handler("conv2d_bf", [](Call& c) { conv2d_bf(c, false); });
+  handler("dwconv2d", [](Call& c) { conv2d(c, true); });
+  handler("dwconv2d_bi", [](Call& c) { conv2d_bi(c, true); });
+  handler("dwconv2d_bf", [](Call& c) { conv2d_bf(c, true); });
 }
 
 }  // namespace udtf

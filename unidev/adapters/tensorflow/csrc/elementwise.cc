@@ -129,6 +129,25 @@ void h_add_n(Call& c) {
   }
 }
 
+// min(relu(x), 6): the minimum writes its first input in place (allowed for elementwise ops).
+void h_relu6(Call& c) {
+  Desc x, y;
+  if (!broadcast_inputs(c, 1, &x, &y, 0)) return;
+  Desc six = constant(c, 6.0, y);
+  c.run(UD_OP_RELU, {&x}, {&y}) && c.run(UD_OP_MINIMUM, {&y, &six}, {&y});
+}
+
+// grad where 0 < x < 6: threshold_backward on x, then on -x at -6 (a nan x passes the gradient,
+// as threshold_backward specifies, where TF's CPU gives 0).
+void h_relu6_grad(Call& c) {
+  Desc in[2], out;
+  if (!broadcast_inputs(c, 2, in, &out, 0)) return;
+  Desc neg = temp_like(c, out, c.out_type());
+  c.run(UD_OP_NEG, {&in[1]}, {&neg}) && c.run(UD_OP_THRESHOLD_BACKWARD, {&in[0], &in[1]}, {&out}) &&
+      c.run(UD_OP_THRESHOLD_BACKWARD, {&out, &neg}, {&out},
+            Attrs(UD_OP_THRESHOLD_BACKWARD).f("threshold", -6.0));
+}
+
 void h_cast(Call& c) {
   Desc x;
   TF_Tensor* y = c.device_input(0, &x) ? c.output(0, c.k->dst, dims_of(x)) : nullptr;
@@ -169,6 +188,8 @@ void register_elementwise() {
   handler("add_n", h_add_n);
   handler("cast", h_cast, kStageHost);
   handler("bias_add", h_bias_add);
+  handler("relu6", h_relu6);
+  handler("relu6_grad", h_relu6_grad);
 }
 
 }  // namespace udtf

@@ -25,6 +25,7 @@ std::vector<Handler>& handlers() {
   return h;
 }
 const Handler* g_handler[sizeof(kTfOps) / sizeof(kTfOps[0])];
+std::atomic<int64_t> g_count[sizeof(kTfOps) / sizeof(kTfOps[0])][kNumCounters];
 UdtfAdoptDeviceFn g_adopt = nullptr;  // the variable-op library's, once loaded
 
 std::vector<int64_t> list_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Status* st) {
@@ -50,6 +51,13 @@ std::string string_attr(TF_OpKernelConstruction* ctx, const char* name, TF_Statu
   return buf;
 }
 
+float float_attr(TF_OpKernelConstruction* ctx, const char* name, float dflt, TF_Status* st) {
+  float v = dflt;
+  if (TF_OpKernelConstruction_HasAttr(ctx, name, st))
+    TF_OpKernelConstruction_GetAttrFloat(ctx, name, &v, st);
+  return v;
+}
+
 template <int I>
 void* create(TF_OpKernelConstruction* ctx) {
   auto* k = new Kern{&kTfOps[I], g_handler[I]->fn, g_handler[I]->flags};
@@ -58,12 +66,16 @@ void* create(TF_OpKernelConstruction* ctx) {
   k->ta = bool_attr(ctx, "transpose_a", st) || bool_attr(ctx, "adj_x", st);
   k->tb = bool_attr(ctx, "transpose_b", st) || bool_attr(ctx, "adj_y", st);
   k->keep_dims = bool_attr(ctx, "keep_dims", st);
-  k->nchw = string_attr(ctx, "data_format", st) == "NCHW";
+  std::string format = string_attr(ctx, "data_format", st);
+  k->nchw = format == "NCHW" || format == "NCDHW";  // channels first (FusedBatchNorm: 5-D too)
   k->padding = string_attr(ctx, "padding", st);
   k->ksize = list_attr(ctx, "ksize", st);
   k->strides = list_attr(ctx, "strides", st);
   k->dilations = list_attr(ctx, "dilations", st);
   k->explicit_pads = list_attr(ctx, "explicit_paddings", st);
+  k->training = bool_attr(ctx, "is_training", st);
+  k->epsilon = float_attr(ctx, "epsilon", k->epsilon, st);
+  k->avg_factor = float_attr(ctx, "exponential_avg_factor", k->avg_factor, st);
   if (TF_OpKernelConstruction_HasAttr(ctx, "DstT", st))
     TF_OpKernelConstruction_GetAttrType(ctx, "DstT", &k->dst, st);
   if (TF_GetCode(st) != TF_OK) TF_OpKernelConstruction_Failure(ctx, st);
@@ -75,6 +87,7 @@ void destroy(void* k) { delete static_cast<Kern*>(k); }
 
 void compute(void* kernel, TF_OpKernelContext* ctx) {
   Call c(ctx, static_cast<Kern*>(kernel));
+  count(c.k->op, kCalls);
   if (c.ok() && c.sp) c.k->fn(c);
 }
 
@@ -139,6 +152,10 @@ std::vector<int> choices(int kind, int di) {
 }
 
 }  // namespace
+
+void count(const TfOpInfo* op, Counter what) {
+  g_count[op - kTfOps][what].fetch_add(1, std::memory_order_relaxed);
+}
 
 void handler(const char* name, HandlerFn fn, int flags) {
   handlers().push_back({name, fn, flags});
@@ -216,3 +233,22 @@ void register_variable_ops(const UD_Api* api) {
 }
 
 }  // namespace udtf
+
+// For tests (unidev/adapters/tensorflow/counters.py reads them with ctypes): counter `what`
+// ("calls", "copies", "transposes", "pads") of TF op `tf_op`; -1 for an unknown name.
+extern "C" __attribute__((visibility("default"))) int64_t udtf_debug_count(const char* tf_op,
+                                                                             const char* what) {
+  static const char* kNames[udtf::kNumCounters] = {"calls", "copies", "transposes", "pads"};
+  for (int i = 0; i < udtf::kNumTfOps; i++) {
+    if (std::strcmp(udtf::kTfOps[i].tf, tf_op) != 0) continue;
+    for (int w = 0; w < udtf::kNumCounters; w++)
+      if (std::strcmp(kNames[w], what) == 0)
+        return udtf::g_count[i][w].load(std::memory_order_relaxed);
+  }
+  return -1;
+}
+
+extern "C" __attribute__((visibility("default"))) void udtf_debug_reset() {
+  for (auto& op : udtf::g_count)
+    for (auto& n : op) n.store(0, std::memory_order_relaxed);
+}

@@ -91,7 +91,7 @@ void h_pool(Call& c) {
   if (!y) return;
   Desc dy = nchw(c.k, desc(c, y));
   if (c.k->op->ud == UD_OP_AVG_POOL2D) return void(c.run(UD_OP_AVG_POOL2D, {&x}, {&dy}, a));
-  Desc idx = temp_like(c, dy, TF_INT64);
+  Desc idx = layout_temp(c, TF_INT64, dy.shape);
   c.run(UD_OP_MAX_POOL2D, {&x}, {&dy, &idx}, a);
 }
 
@@ -114,7 +114,7 @@ void h_max_pool_grad(Call& c) {
   if (!gx) return;
   Desc dx = nchw(c.k, desc(c, gx));
   // TF passes no argmax: recompute it with the forward kernel.
-  Desc y = temp_like(c, g, c.out_type()), idx = temp_like(c, g, TF_INT64);
+  Desc y = layout_temp(c, c.out_type(), g.shape), idx = layout_temp(c, TF_INT64, g.shape);
   Attrs b(UD_OP_MAX_POOL2D_BACKWARD);
   std::copy(a.a, a.a + a.n, b.a);
   c.run(UD_OP_MAX_POOL2D, {&x}, {&y, &idx}, a) &&

@@ -15,6 +15,7 @@ extern "C" __attribute__((visibility("default"))) void TF_InitKernel() {
   udtf::register_loss();
   udtf::register_conv();
   udtf::register_pool();
+  udtf::register_norm();
   udtf::register_kernels();
   udtf::register_variable_ops(api);
 }

@@ -29,5 +29,11 @@ inline std::vector<int64_t> layout_dims(const Kern* k, int64_t n, int64_t ch, in
                                         int64_t w) {
   return k->nchw ? std::vector<int64_t>{n, ch, h, w} : std::vector<int64_t>{n, h, w, ch};
 }
+// A device temporary of NCHW shape `s` laid out in this kernel's data format, as an NCHW view:
+// temporaries keep the tensors' layout, so the plugin never sees a mixed-layout call.
+inline Desc layout_temp(Call& c, TF_DataType dt, const int64_t* s) {
+  TF_Tensor* t = c.temp(dt, layout_dims(c.k, s[0], s[1], s[2], s[3]));
+  return t ? nchw(c.k, desc(c, t)) : absent();
+}
 
 }  // namespace udtf
