@@ -168,7 +168,13 @@ def test_bad_bindings_refused():
     with pytest.raises(InvalidArgumentError, match="input 1 has dtype float64, expected float32"):
         cp.run([x, DeviceArray.from_numpy(np.ones((4, 5)), "x86")])
     with pytest.raises(InvalidArgumentError, match=r"input 0 has strides \(1, 4\), expected"):
-        cp.run([arr(np.ones((5, 4)), "x86").T, x])
+        xt, out = arr(np.ones((5, 4)), "x86").T, cp.new_outputs()[0]
+        cp.run_descriptors([xt.descriptor(), x.descriptor()], [out.descriptor()])
+    t = rng.standard_normal((5, 4)).astype(np.float32)  # run() copies a view to the plan's layout
+    want = chain_plan((4, 5))[1](t.T, np.ones((4, 5), np.float32))
+    np.testing.assert_allclose(cp.run([arr(t, "x86").T, x])[0].numpy(), want, rtol=1e-6)
+    with pytest.raises(InvalidArgumentError, match=r"output 0 has strides \(1, 4\), expected"):
+        cp.run([x, x], [arr(np.ones((5, 4)), "x86").T])
     with pytest.raises(InvalidArgumentError, match="inputs\\[1\\] is a ndarray"):
         cp.run([x, np.ones((4, 5), np.float32)])
     with pytest.raises(InvalidArgumentError, match="takes 2 inputs and 1 outputs, got 2 and 0"):

@@ -17,6 +17,19 @@ from .plan import Plan
 __all__ = ["CompiledPlan", "load"]
 
 
+def _same_strides(a: DeviceArray, strides) -> bool:
+    return all(d == 1 or s == t for d, s, t in zip(a.shape, a.strides, strides, strict=True))
+
+
+def _dense(shape, strides) -> bool:
+    acc = 1
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != acc:
+            return False
+        acc *= max(d, 1)
+    return True
+
+
 class CompiledPlan:
     """A plan on one device: kernels looked up, arena and constants allocated and uploaded once.
 
@@ -66,6 +79,10 @@ class CompiledPlan:
             if a.device != self.device:
                 raise InvalidArgumentError(f"{self!r}.run: {what}[{k}] is on {a.device}, the "
                                            f"plan on {self.device}")
+        if what == "inputs":  # another layout of the right shape: a contiguous copy, if wanted
+            arrays = [a.contiguous() if a.shape == tuple(shape) and _dense(shape, strides)
+                      and not _same_strides(a, strides) else a
+                      for a, (_, shape, strides, _) in zip(arrays, specs, strict=True)]
         return [a.descriptor() for a in arrays]
 
     def new_outputs(self, stream: int = 0) -> list[DeviceArray]:
@@ -76,8 +93,9 @@ class CompiledPlan:
 
     def run(self, inputs: Sequence[DeviceArray], outputs: Sequence[DeviceArray] | None = None,
             stream: int = 0) -> list[DeviceArray]:
-        """Run every step on `stream`; outputs are allocated when not given. Shapes, dtypes and
-        strides must be the plan's (checked natively, naming the input)."""
+        """Run every step on `stream`; outputs are allocated when not given. Shapes and dtypes
+        must be the plan's (checked natively, naming the input); an input view in another layout
+        is copied to the contiguous one the plan expects, outputs must have the plan's strides."""
         ins = self._check(inputs, self._inputs, "inputs")
         outputs = self.new_outputs(stream) if outputs is None else list(outputs)
         self.native.run(ins, self._check(outputs, self._outputs, "outputs"), stream)
@@ -85,7 +103,9 @@ class CompiledPlan:
 
     def run_descriptors(self, in_descs: Sequence[tuple], out_descs: Sequence[tuple],
                         stream: int = 0) -> None:
-        """run() on raw (handle, byte_offset, dtype, shape, strides) descriptors."""
+        """run() on raw (handle, byte_offset, dtype, shape, strides) descriptors of allocations
+        made through this process's unidev._C (checked like a kernel call's). Code holding its
+        own UD_Api and tensors (a framework adapter) links ud_plan.c and calls ud_plan_run."""
         self.native.run(list(in_descs), list(out_descs), stream)
 
     def profile(self, inputs: Sequence[DeviceArray], outputs: Sequence[DeviceArray] | None = None,
