@@ -65,7 +65,7 @@ class CompiledPlan:
         """Steps running a kernel_compile specialization."""
         return self.native.num_compiled
 
-    def _check(self, arrays: Sequence, specs: list, what: str) -> list:
+    def _check(self, arrays: Sequence, specs: list, what: str) -> list[DeviceArray]:
         if not isinstance(arrays, list | tuple):
             raise InvalidArgumentError(f"{self!r}.run: {what} must be a list of DeviceArray, got "
                                        f"{type(arrays).__name__}")
@@ -83,7 +83,7 @@ class CompiledPlan:
             arrays = [a.contiguous() if a.shape == tuple(shape) and _dense(shape, strides)
                       and not _same_strides(a, strides) else a
                       for a, (_, shape, strides, _) in zip(arrays, specs, strict=True)]
-        return [a.descriptor() for a in arrays]
+        return list(arrays)
 
     def new_outputs(self, stream: int = 0) -> list[DeviceArray]:
         """Fresh arrays with the plan's output shapes, dtypes and strides."""
@@ -96,9 +96,10 @@ class CompiledPlan:
         """Run every step on `stream`; outputs are allocated when not given. Shapes and dtypes
         must be the plan's (checked natively, naming the input); an input view in another layout
         is copied to the contiguous one the plan expects, outputs must have the plan's strides."""
-        ins = self._check(inputs, self._inputs, "inputs")
+        ins = self._check(inputs, self._inputs, "inputs")  # copies live until the run is over
         outputs = self.new_outputs(stream) if outputs is None else list(outputs)
-        self.native.run(ins, self._check(outputs, self._outputs, "outputs"), stream)
+        self._check(outputs, self._outputs, "outputs")
+        self.native.run([a.descriptor() for a in ins], [a.descriptor() for a in outputs], stream)
         return outputs
 
     def run_descriptors(self, in_descs: Sequence[tuple], out_descs: Sequence[tuple],
