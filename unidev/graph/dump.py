@@ -19,7 +19,7 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, tuple):
-        return "(" + ", ".join(_fmt(e) for e in v) + ")"
+        return "(" + ", ".join(_fmt(e) for e in v) + ("," if len(v) == 1 else "") + ")"
     return repr(v) if isinstance(v, str) else str(v)
 
 

@@ -264,7 +264,41 @@ def _regions(g: Graph) -> list[list[Node]]:
             members[rid].append(n)
         anc[n] = frozenset().union(*(anc[d] | ({region[d]} if d in region else frozenset())
                                      for d in deps[n]))
-    return [m for m in members if m]
+    return _merge_siblings(members, keys, anc, g)
+
+
+def _merge_siblings(members: list[list[Node]], keys: list, anc: dict, g: Graph):
+    """Regions that read a common input and do not depend on each other become one program
+    (sum(x) and sum(x * x) read x once). Dependence is transitive in `anc`, so pairwise
+    checks keep the merged regions acyclic."""
+    owner = list(range(len(members)))
+
+    def find(r: int) -> int:
+        while owner[r] != r:
+            r = owner[r]
+        return r
+
+    def depends(a: int, b: int) -> bool:  # does region a depend on region b?
+        return any(find(r) == b for n in members[a] for r in anc[n])
+
+    def reads(r: int) -> set:
+        inside = set(members[r])
+        return {v for n in members[r] for v in n.inputs
+                if v is not None and not (v.kind == "node" and v.producer in inside)}
+    uses = g.uses()
+    live = [r for r in range(len(members)) if members[r]]
+    sig = {r: _signature(g, members[r], uses) for r in live}
+    for i, a in enumerate(live):
+        for b in live[i + 1:]:
+            a, b = find(a), find(b)
+            if a == b or keys[a] != keys[b] or sig[a] is None or sig[a] != sig[b] or \
+                    not reads(a) & reads(b) or depends(a, b) or depends(b, a):
+                continue
+            members[a] += members[b]
+            members[b] = []
+            owner[b] = a
+    pos = {n: k for k, n in enumerate(g.order())}
+    return [sorted(m, key=pos.__getitem__) for m in members if m]
 
 
 def _reduction(g: Graph, escaping: list[Value], uses, s: tuple):
@@ -341,20 +375,35 @@ def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Va
     return " ".join(toks), inputs
 
 
+def _plan(g: Graph, region: list[Node], uses):
+    """(escaping values, trailing reduction or None) if the region can become one program."""
+    inside = set(region)
+    escaping = [n.outputs[0] for n in region
+                if n.outputs[0] in g.outputs or any(u not in inside
+                                                    for u, _ in uses.get(n.outputs[0], []))]
+    if not escaping or any(v.dtype != region[0].inputs[0].dtype for v in escaping):
+        return None  # (a compare's bool result read outside: it stays an op)
+    return escaping, _reduction(g, escaping, uses, region[0].outputs[0].shape)
+
+
+def _signature(g: Graph, region: list[Node], uses):
+    """What a region's program would be: None (not fusable), 'none' or its reduction."""
+    planned = _plan(g, region, uses)
+    if planned is None:
+        return None
+    red = planned[1]
+    return (red[0], red[1], tuple(sorted(red[2][0].attrs.items()))) if red else "none"
+
+
 def fuse_elementwise(g: Graph) -> int:
     """Each region of >= 2 elementwise ops (a trailing reduction counts) -> elementwise_program."""
     fused = 0
     uses = g.uses()
     for region in _regions(g):
-        inside = set(region)
-        escaping = [n.outputs[0] for n in region
-                    if n.outputs[0] in g.outputs or any(u not in inside
-                                                        for u, _ in uses.get(n.outputs[0], []))]
-        s = region[0].outputs[0].shape
-        red = _reduction(g, escaping, uses, s) if escaping else None
-        if len(region) + (1 if red else 0) < 2 or not escaping or \
-                any(v.dtype != region[0].inputs[0].dtype for v in escaping):
-            continue  # (a compare's bool result read outside: it stays an op)
+        planned = _plan(g, region, uses)
+        if planned is None or len(region) + (1 if planned[1] else 0) < 2:
+            continue
+        escaping, red = planned
         emitted = _emit(region, escaping, uses)
         if emitted is None:
             continue
@@ -367,10 +416,19 @@ def fuse_elementwise(g: Graph) -> int:
         except InvalidArgumentError:
             continue  # a shape the op refuses (e.g. max over an empty axis): stay unfused
         targets = [n.outputs[0] for n in red[2]] if red else escaping
+        made, moved = [new], []
         for old, v in zip(targets, new.outputs, strict=True):
             if old.shape != v.shape:  # keepdims=True reductions
-                v = g.call("reshape", v, shape=old.shape)
+                made.append(g.node("reshape", [v], {"shape": old.shape}))
+                v = made[-1].outputs[0]
             g.replace(old, v)
+            moved.append((old, v))
+        if not _acyclic(g):  # greedy regions can still meet through each other: keep this one
+            for old, v in moved:  # unfused
+                g.replace(v, old)
+            for n in made:
+                g.remove(n)
+            continue
         uses = g.uses()
         fused += 1
     if fused:
