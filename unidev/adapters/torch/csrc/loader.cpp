@@ -4,7 +4,9 @@
 #include <c10/util/Exception.h>
 #include <unidev/loader.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <iterator>
 #include <mutex>
 #include <utility>
@@ -120,8 +122,46 @@ void check_index(c10::DeviceIndex d) {
                     g_plugin.device_count, " device(s)");
 }
 
+namespace {
+
+// Debug counters (op_counts(), for tests): kernel calls per op, and copies that change the order
+// of the dimensions in memory (a .contiguous() of a channels-last tensor is one).
+std::atomic<int64_t> g_calls[UD_OP_COUNT];
+std::atomic<int64_t> g_transposes{0};
+
+// The input's strides, over the dimensions the output lays out from outermost to innermost,
+// are not non-increasing (broadcast and size-1 dimensions do not count).
+bool reorders(const UD_Tensor& in, const UD_Tensor& out) {
+  if (in.ndim != out.ndim || in.ndim > 16) return false;
+  int order[16], n = 0;
+  for (int i = 0; i < out.ndim; ++i)
+    if (out.shape[i] > 1 && in.strides[i] != 0) order[n++] = i;
+  std::sort(order, order + n, [&](int a, int b) { return out.strides[a] > out.strides[b]; });
+  for (int j = 1; j < n; ++j)
+    if (std::abs(in.strides[order[j]]) > std::abs(in.strides[order[j - 1]])) return true;
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> op_counts() {
+  std::map<std::string, int64_t> m;
+  for (int op = 0; op < UD_OP_COUNT; ++op)
+    if (int64_t n = g_calls[op].load(std::memory_order_relaxed)) m[op_name(op)] = n;
+  if (int64_t n = g_transposes.load(std::memory_order_relaxed)) m["copy.transposes"] = n;
+  return m;
+}
+
+void reset_op_counts() {
+  for (auto& n : g_calls) n.store(0, std::memory_order_relaxed);
+  g_transposes.store(0, std::memory_order_relaxed);
+}
+
 void launch(UD_KernelFn fn, int op, c10::DeviceIndex device, const UD_Tensor* in, int nin,
             const UD_Tensor* out, int nout, const Attrs& attrs) {
+  g_calls[op].fetch_add(1, std::memory_order_relaxed);
+  if (op == UD_OP_COPY && nin == 1 && nout == 1 && reorders(in[0], out[0]))
+    g_transposes.fetch_add(1, std::memory_order_relaxed);
   UD_KernelArgs args{sizeof(UD_KernelArgs), device, current_stream(device), in, nin, out, nout,
                      attrs.a, attrs.n};
   check(fn(&args), op_name(op));

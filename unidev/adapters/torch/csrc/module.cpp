@@ -53,5 +53,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("fallback_counts", &ut::fallback_counts);
   m.def("reset_fallbacks", &ut::reset_fallbacks);
   m.def("registered_ops", &ut::registered_ops);
+  m.def("op_counts", &ut::op_counts);
+  m.def("reset_op_counts", &ut::reset_op_counts);
   m.def("set_fallback_mode", &ut::set_fallback_mode);
 }

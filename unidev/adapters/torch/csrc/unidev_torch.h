@@ -117,6 +117,10 @@ struct Attrs {
   }
 };
 
+// Kernel calls per op since reset_op_counts(), and "copy.transposes" (loader.cpp; for tests).
+std::map<std::string, int64_t> op_counts();
+void reset_op_counts();
+
 // Calls kernel `fn` of op `op` on the current stream of `device`; throws on error.
 void launch(UD_KernelFn fn, int op, c10::DeviceIndex device, const UD_Tensor* in, int nin,
             const UD_Tensor* out, int nout, const Attrs& attrs);

@@ -115,16 +115,30 @@ inline void call(int op, ScalarType t, std::initializer_list<UD_Tensor> ins,
          static_cast<int>(outs.size()), attrs);
 }
 
+// The memory format torch's CPU kernels give the result of a layout-sensitive op on `x`
+// (pooling, batch norm): channels-last when x is, as x.suggest_memory_format() says.
+inline at::MemoryFormat format_of(const Tensor& x) {
+  return x.dim() == 4 ? x.suggest_memory_format() : at::MemoryFormat::Contiguous;
+}
+
+// `out` resized to `shape`; a resized one gets memory format `fmt` (structured kernels' rule:
+// an output the caller sized right keeps its strides).
+inline void resize_to(Tensor& out, IntArrayRef shape, at::MemoryFormat fmt) {
+  if (at::native::resize_output(out, shape) && fmt != at::MemoryFormat::Contiguous)
+    out.unsafeGetTensorImpl()->empty_tensor_restride(fmt);
+}
+
 // Writes into `out` through a fresh tensor when `out` aliases an input (torch CPU's kernels of
 // these ops accept that and compute garbage), refusing outputs that repeat elements.
 template <class F>
-void into(Tensor& out, IntArrayRef shape, std::initializer_list<const Tensor*> ins, F&& body) {
+void into(Tensor& out, IntArrayRef shape, std::initializer_list<const Tensor*> ins, F&& body,
+          at::MemoryFormat fmt = at::MemoryFormat::Contiguous) {
   check_dtype(ins.begin()[0]->scalar_type(), out);
-  at::native::resize_output(out, shape);
+  resize_to(out, shape, fmt);
   at::assert_no_internal_overlap(out);
   bool temp = false;
   for (const Tensor* t : ins) temp = temp || shares_storage(*t, out);
-  Tensor dst = temp ? at::empty(shape, out.options()) : out;
+  Tensor dst = temp ? at::empty(shape, out.options().memory_format(fmt)) : out;
   if (dst.numel() > 0) body(dst);
   if (temp) out.copy_(dst);
 }

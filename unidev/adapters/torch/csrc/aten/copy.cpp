@@ -4,6 +4,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_neg_view.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -87,7 +88,11 @@ Tensor stored(const Tensor& t) {
 Tensor to_host(const Tensor& t) {
   const c10::DeviceGuard guard(t.device());
   Tensor s = stored(t), h;
-  if (s.is_contiguous() || kernel(UD_OP_COPY, s.scalar_type())) {
+  if (!s.is_contiguous() && s.is_non_overlapping_and_dense()) {
+    // channels-last and other dense layouts: one raw transfer into a host tensor of that layout
+    h = at::empty_strided(s.sizes(), s.strides(), s.options().device(at::kCPU));
+    d2h(s, first_byte(s), h.data_ptr(), s.numel() * s.element_size());
+  } else if (s.is_contiguous() || kernel(UD_OP_COPY, s.scalar_type())) {
     Tensor c = s.contiguous();
     h = at::empty(c.sizes(), c.options().device(at::kCPU));
     d2h(c, first_byte(c), h.data_ptr(), c.numel() * c.element_size());
@@ -105,9 +110,16 @@ void from_host(const Tensor& h_in, const Tensor& dst) {
   Tensor h = h_in.to(dst.scalar_type()).expand(dst.sizes());
   if (dst.is_neg()) h = h.neg();
   if (dst.is_conj()) h = h.conj();
-  h = h.resolve_conj().resolve_neg().contiguous();
+  h = h.resolve_conj().resolve_neg();
   Tensor d = stored(dst);
   uint64_t n = h.numel() * h.element_size();
+  if (!d.is_contiguous() && d.is_non_overlapping_and_dense()) {
+    // channels-last and other dense layouts: staged on the host in d's strides, one transfer
+    if (h.strides() != d.strides())
+      h = at::empty_strided(d.sizes(), d.strides(), h.options()).copy_(h);
+    return h2d(d, first_byte(d), h.data_ptr(), n);
+  }
+  h = h.contiguous();
   if (d.is_contiguous()) {
     h2d(d, first_byte(d), h.data_ptr(), n);
   } else if (kernel(UD_OP_COPY, d.scalar_type())) {
@@ -140,9 +152,10 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool) {
     device_copy(stored(src), stored(dst));
   } else if (d_dev) {  // from the host, from another device, or resolving bits: via the host
     from_host(s_dev ? to_host(src) : src, dst);
-  } else if (same_bits && !src.is_conj() && !src.is_neg() && src.is_contiguous() &&
-             dst.is_contiguous() && dst.scalar_type() == src.scalar_type() &&
-             dst.sizes() == src.sizes()) {
+  } else if (same_bits && !src.is_conj() && !src.is_neg() && dst.scalar_type() == src.scalar_type() &&
+             dst.sizes() == src.sizes() &&
+             ((src.is_contiguous() && dst.is_contiguous()) ||
+              (src.strides() == dst.strides() && src.is_non_overlapping_and_dense()))) {
     const c10::DeviceGuard guard(src.device());
     d2h(src, first_byte(src), dst.data_ptr(), src.numel() * src.element_size());
   } else {

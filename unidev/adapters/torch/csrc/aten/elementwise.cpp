@@ -4,6 +4,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/promote_types.h>
 #include <ATen/ops/result_type.h>
@@ -56,6 +57,50 @@ MaybeOwned prepare(const Tensor& t, ScalarType type, c10::Device dev) {
   return MaybeOwned::owned(scalar_on(t, type, dev));
 }
 
+// The strides torch's TensorIterator gives a new output of `shape`: dense, in the dimension
+// order of the inputs (broadcast by strides; the first input that orders two dimensions decides,
+// equal strides put the smaller dimension inside), so channels-last inputs give a channels-last
+// result. False (contiguous) when every input is contiguous: the common, cheap case.
+bool input_order(IntArrayRef shape, const c10::SmallVector<MaybeOwned, 4>& xs,
+                 at::DimVector& strides) {
+  int64_t nd = static_cast<int64_t>(shape.size());
+  bool plain = true;
+  for (const auto& x : xs) plain = plain && (x->dim() < 2 || x->is_contiguous());
+  if (plain || nd < 2 || nd > 16) return false;
+  int64_t st[4][16];
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const Tensor& t = *xs[k];
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t j = i - (nd - t.dim());
+      st[k][i] = (j < 0 || (t.size(j) == 1 && shape[i] != 1)) ? 0 : t.stride(j);
+    }
+  }
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (size_t k = 0; k < xs.size(); ++k) {
+      int64_t s0 = st[k][d0], s1 = st[k][d1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 != s1) return s0 < s1 ? -1 : 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  int64_t perm[16];  // innermost first
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  for (int64_t i = 1; i < nd; ++i)
+    for (int64_t d1 = i, d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) std::swap(perm[d0], perm[d1]), d1 = d0;
+      else if (c < 0) break;
+    }
+  bool identity = true;
+  for (int64_t i = 0; i < nd; ++i) identity = identity && perm[i] == nd - 1 - i;
+  if (identity) return false;
+  strides.resize(nd);
+  int64_t s = 1;
+  for (int64_t i = 0; i < nd; ++i) strides[perm[i]] = s, s *= std::max<int64_t>(shape[perm[i]], 1);
+  return true;
+}
+
 }  // namespace
 
 bool elementwise(int op, Tensor& out, ScalarType out_type, const Attrs& attrs,
@@ -76,16 +121,19 @@ bool elementwise(int op, Tensor& out, ScalarType out_type, const Attrs& attrs,
   c10::SmallVector<MaybeOwned, 4> xs;
   auto ty = types.begin();
   for (const Tensor& t : ins) xs.push_back(prepare(t, *ty++, dev));
+  at::DimVector order;
+  bool permuted = (fresh || out.sizes() != IntArrayRef(shape)) && input_order(shape, xs, order);
   if (fresh) {
-    out = at::detail::empty_generic(shape, allocator(),
-                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), out_type,
-                                    std::nullopt);
+    c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+    out = permuted ? at::detail::empty_strided_generic(shape, order, allocator(), keys, out_type)
+                   : at::detail::empty_generic(shape, allocator(), keys, out_type, std::nullopt);
   } else if (out.sizes() != IntArrayRef(shape)) {
     at::native::resize_output(out, shape);
+    if (permuted) out.unsafeGetTensorImpl()->set_sizes_and_strides(shape, order);
   }
   bool temp = out.scalar_type() != out_type;
   for (const auto& x : xs) temp = temp || (!fresh && shares_storage(*x, out) && !same_view(*x, out));
-  Tensor dst = temp ? at::empty(shape, out.options().dtype(out_type)) : out;
+  Tensor dst = temp ? at::empty_strided(shape, out.strides(), out.options().dtype(out_type)) : out;
   if (dst.numel() > 0) {
     std::array<at::DimVector, 4> strides;
     UD_Tensor d[4];

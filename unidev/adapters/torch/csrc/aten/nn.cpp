@@ -53,6 +53,14 @@ int64_t conv_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (n + 2 * p - d * (k - 1) - 1) / s + 1;
 }
 
+// torch CPU's convolutions (mkldnn, slow2d) compute channels-last when the input or the weight
+// is: their results (y, grad_x, grad_w) get that format.
+at::MemoryFormat conv_format(const Tensor& x, const Tensor& w) {
+  bool cl = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast ||
+            w.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+  return cl ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+}
+
 bool conv_ok(const Tensor& x, bool transposed, IntArrayRef output_padding) {
   return !transposed && x.dim() == 4 && kernel(UD_OP_CONV2D, x.scalar_type()) &&
          kernel(UD_OP_CONV2D_BACKWARD_INPUT, x.scalar_type()) &&
@@ -71,7 +79,7 @@ Tensor k_conv(const Tensor& x, const Tensor& w, const OptTensor& bias, IntArrayR
   }
   Tensor y = at::empty({x.size(0), w.size(0), conv_out(x.size(2), w.size(2), stride[0], padding[0],
                         dilation[0]), conv_out(x.size(3), w.size(3), stride[1], padding[1],
-                        dilation[1])}, x.options());
+                        dilation[1])}, x.options().memory_format(conv_format(x, w)));
   call(UD_OP_CONV2D, x.scalar_type(), {desc(x), desc(w), opt_desc(bias)}, {desc(y)},
        Attrs(UD_OP_CONV2D).ints(UD_ATTR_CONV2D_STRIDE, stride).ints(UD_ATTR_CONV2D_PADDING, padding)
            .ints(UD_ATTR_CONV2D_DILATION, dilation).i(UD_ATTR_CONV2D_GROUPS, groups),
@@ -94,8 +102,9 @@ std::tuple<Tensor, Tensor, Tensor> k_conv_backward(
   }
   Tensor gx, gw, gb;
   c10::DeviceIndex dev = x.device().index();
+  at::MemoryFormat fmt = conv_format(x, w);
   if (mask[0]) {
-    gx = at::empty(x.sizes(), x.options());
+    gx = at::empty(x.sizes(), x.options().memory_format(fmt));
     call(UD_OP_CONV2D_BACKWARD_INPUT, x.scalar_type(), {desc(gy), desc(w)}, {desc(gx)},
          Attrs(UD_OP_CONV2D_BACKWARD_INPUT).ints(UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, x.sizes())
              .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, stride)
@@ -104,7 +113,7 @@ std::tuple<Tensor, Tensor, Tensor> k_conv_backward(
              .i(UD_ATTR_CONV2D_BACKWARD_INPUT_GROUPS, groups), dev);
   }
   if (mask[1]) {
-    gw = at::empty(w.sizes(), w.options());
+    gw = at::empty(w.sizes(), w.options().memory_format(fmt));
     call(UD_OP_CONV2D_BACKWARD_WEIGHT, x.scalar_type(), {desc(gy), desc(x)}, {desc(gw)},
          Attrs(UD_OP_CONV2D_BACKWARD_WEIGHT).ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, w.sizes())
              .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE, stride)
@@ -150,8 +159,8 @@ std::tuple<Tensor&, Tensor&> k_max_pool(const Tensor& x, IntArrayRef ks, IntArra
   }
   Pool pl(ks, st, pad, dil);
   auto shape = pl.shape(x, ceil);
-  at::native::resize_output(out, shape);
-  at::native::resize_output(idx, shape);
+  resize_to(out, shape, format_of(x));
+  resize_to(idx, shape, format_of(x));
   at::assert_no_internal_overlap(out);
   at::assert_no_internal_overlap(idx);
   if (out.numel() > 0)
@@ -172,7 +181,7 @@ Tensor& k_max_pool_backward(const Tensor& gy, const Tensor& x, IntArrayRef ks, I
     call(ROW_OP, x.scalar_type(), {desc(gy), desc(x), desc(idx)}, {desc(dst)},
          Attrs(ROW_OP).ints(0, pl.k).ints(1, pl.s).ints(2, pl.p).ints(3, pl.d).b(4, ceil),
          x.device().index());
-  });
+  }, format_of(x));
   return gx;
 }
 
@@ -186,7 +195,7 @@ Tensor& k_avg_pool(const Tensor& x, IntArrayRef ks, IntArrayRef st, IntArrayRef 
     call(ROW_OP, x.scalar_type(), {desc(x)}, {desc(dst)},
          Attrs(ROW_OP).ints(0, pl.k).ints(1, pl.s).ints(2, pl.p).b(3, ceil).b(4, cip),
          x.device().index());
-  });
+  }, format_of(x));
   return out;
 }
 
@@ -201,7 +210,7 @@ Tensor& k_avg_pool_backward(const Tensor& gy, const Tensor& x, IntArrayRef ks, I
     call(ROW_OP, x.scalar_type(), {desc(gy), desc(x)}, {desc(dst)},
          Attrs(ROW_OP).ints(0, pl.k).ints(1, pl.s).ints(2, pl.p).b(3, ceil).b(4, cip),
          x.device().index());
-  });
+  }, format_of(x));
   return gx;
 }
 
@@ -209,7 +218,7 @@ template <int E>
 Tensor k_adaptive_pool(const Tensor& x, IntArrayRef size) {
   if (x.dim() != 4 || !kernel(ROW_OP, x.scalar_type())) return fallback(ROW, x, size)[0].toTensor();
   std::array<int64_t, 2> os{size[0], size.size() > 1 ? size[1] : size[0]};
-  Tensor y = at::empty({x.size(0), x.size(1), os[0], os[1]}, x.options());
+  Tensor y = at::empty({x.size(0), x.size(1), os[0], os[1]}, x.options().memory_format(format_of(x)));
   if (y.numel() > 0)
     call(ROW_OP, x.scalar_type(), {desc(x)}, {desc(y)}, Attrs(ROW_OP).ints(0, os), x.device().index());
   return y;
@@ -218,7 +227,7 @@ Tensor k_adaptive_pool(const Tensor& x, IntArrayRef size) {
 template <int E>
 Tensor k_adaptive_pool_backward(const Tensor& gy, const Tensor& x) {
   if (x.dim() != 4 || !kernel(ROW_OP, x.scalar_type())) return fallback(ROW, gy, x)[0].toTensor();
-  Tensor gx = at::empty(x.sizes(), x.options());
+  Tensor gx = at::empty(x.sizes(), x.options().memory_format(format_of(x)));
   if (gx.numel() > 0)
     call(ROW_OP, x.scalar_type(), {desc(gy), desc(x)}, {desc(gx)},
          Attrs(ROW_OP).ints(0, gy.sizes().slice(2)), x.device().index());
@@ -234,7 +243,7 @@ std::tuple<Tensor, Tensor, Tensor> k_batch_norm(const Tensor& x, const OptTensor
     auto st = fallback(ROW, x, w, b, rm, rv, training, momentum, eps);
     return {st[0].toTensor(), st[1].toTensor(), st[2].toTensor()};
   }
-  Tensor y = at::empty(x.sizes(), x.options());
+  Tensor y = at::empty(x.sizes(), x.options().memory_format(format_of(x)));
   Tensor mean = at::empty({x.size(1)}, x.options()), invstd = at::empty({x.size(1)}, x.options());
   call(ROW_OP, x.scalar_type(), {desc(x), opt_desc(w), opt_desc(b), opt_desc(rm), opt_desc(rv)},
        {desc(y), desc(mean), desc(invstd)},
@@ -255,7 +264,7 @@ std::tuple<Tensor, Tensor, Tensor> k_batch_norm_backward(
   }
   Tensor mean = train ? *sm : *rm;
   Tensor invstd = train ? *si : rv->add(eps).rsqrt();
-  Tensor gx = at::empty(x.sizes(), x.options());
+  Tensor gx = at::empty(x.sizes(), x.options().memory_format(format_of(x)));
   Tensor gw = at::empty({x.size(1)}, x.options()), gb = at::empty({x.size(1)}, x.options());
   call(ROW_OP, x.scalar_type(), {desc(gy), desc(x), opt_desc(w), desc(mean), desc(invstd)},
        {desc(gx), desc(gw), desc(gb)}, Attrs(ROW_OP).b(0, train), x.device().index());
