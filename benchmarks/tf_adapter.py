@@ -1,13 +1,18 @@
 """TensorFlow adapter benchmark: TF CPU and each unidev TF device in own processes, alternated.
 
     .venv/bin/python benchmarks/tf_adapter.py [--quick] [--pairs 3] [--plugins x86,aurora]
-        [--rows add,const,fixed,mlp,convnet] [--threads N] [--lock FILE] [--out DIR]
+        [--rows add,const,fixed,mlp,convnet,cnn,cnn-cf,mobilenetv2] [--threads N] [--lock FILE]
+        [--out DIR]
 
 Rows: an eager AddV2 of 8 floats (per-op overhead), a 64-byte host->device `tf.constant`, and
 Keras `train_on_batch` steps: Dense 4->2 on one sample (the fixed cost of a step: Keras, TF, the
 loss copied to the host), the MLP 256-512-512-10 at batch 256 (SGD), and the conv-net of the
 torch rows (3×3 conv + BatchNorm + ReLU stem, max-pool, two residual blocks of 32 and 64
-channels, global average pool, dense; batch 32, 32×32×3 NHWC, SGD momentum 0.9).
+channels, global average pool, dense; batch 32, 32×32×3 NHWC, SGD momentum 0.9); issue 24's
+layout rows: a plain CNN (three 3×3 convs of 32, 64, 64 channels with ReLU, global average pool,
+dense; batch 32, 32×32×3, SGD momentum 0.9) in Keras's default `channels_last` (`cnn`) and in
+`channels_first` (`cnn-cf`, every process: TF CPU runs NCHW through oneDNN), and Keras's
+MobileNetV2 (`weights=None`, 96×96×3, 10 classes, batch 16, SGD momentum 0.9) channels_last.
 
 Each round runs one TF CPU process with no unidev code in it (`UNIDEV_DISABLE_PLUGIN_AUTOLOAD=1`,
 no `TF_PLUGGABLE_DEVICE_LIBRARY_PATH`, TF kept from loading `site-packages/tensorflow-plugins/`
@@ -44,11 +49,14 @@ from _timing import (  # noqa: E402
     sig3,
 )
 
-ROW_KEYS = ("add", "const", "fixed", "mlp", "convnet")
+ROW_KEYS = ("add", "const", "fixed", "mlp", "convnet", "cnn", "cnn-cf", "mobilenetv2")
 TITLES = {"add": "eager AddV2, 8 floats", "const": "`tf.constant` 64 B host→device",
           "fixed": "Keras `train_on_batch`, Dense 4→2, batch 1 (fixed cost per step)",
           "mlp": "Keras `train_on_batch`, MLP 256-512-512-10, batch 256",
           "convnet": "Keras `train_on_batch`, conv-net (ResNet-style), batch 32, 32²",
+          "cnn": "Keras `train_on_batch`, CNN 3×conv3×3, channels_last, batch 32, 32²",
+          "cnn-cf": "Keras `train_on_batch`, CNN 3×conv3×3, channels_first, batch 32, 32²",
+          "mobilenetv2": "Keras `train_on_batch`, MobileNetV2 (weights=None), batch 16, 96²",
           "floor": "TF CPU `tf.constant` + one eager op"}
 
 
@@ -95,6 +103,20 @@ def keras_convnet(width: int = 32, classes: int = 10):
     x = conv_block(conv_block(x, width, 1), 2 * width, 2)
     out = layers.Dense(classes)(layers.GlobalAveragePooling2D()(x))
     return keras.Model(inp, out)
+
+
+def keras_cnn(data_format: str, classes: int = 10):
+    """Issue 24's CNN: three 3×3 convs (32, 64, 64 channels) with ReLU, global average pool,
+    dense, in `data_format` (channels_last is Keras's default: NHWC)."""
+    import keras
+    from keras import layers
+
+    shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
+    convs = [layers.Conv2D(c, 3, padding="same", activation="relu", data_format=data_format)
+             for c in (32, 64, 64)]
+    return keras.Sequential([keras.Input(shape), *convs,
+                             layers.GlobalAveragePooling2D(data_format=data_format),
+                             layers.Dense(classes)])
 
 
 def _timed(fn, calls: int, rounds: int) -> float:
@@ -169,6 +191,21 @@ def _child(quick: bool, keys: list[str]) -> None:
                 fn = keras_step(m, rng.standard_normal((256, 256)).astype(np.float32),
                                 rng.integers(0, 10, 256).astype(np.int32))
                 calls, rounds = 20 // scale, 5
+            elif key in ("cnn", "cnn-cf"):
+                batch = 8 if quick else 32
+                cf = key == "cnn-cf"
+                x = rng.standard_normal((batch, 32, 32, 3)).astype(np.float32)
+                fn = keras_step(keras_cnn("channels_first" if cf else "channels_last"),
+                                x.transpose(0, 3, 1, 2).copy() if cf else x,
+                                rng.integers(0, 10, batch).astype(np.int32), momentum=0.9)
+                calls, rounds = (2, 2) if quick else (5, 4)
+            elif key == "mobilenetv2":
+                batch = 2 if quick else 16
+                m = keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None,
+                                                   classes=10, classifier_activation=None)
+                fn = keras_step(m, rng.standard_normal((batch, 96, 96, 3)).astype(np.float32),
+                                rng.integers(0, 10, batch).astype(np.int32), momentum=0.9)
+                calls, rounds = (1, 1) if quick else (3, 3)
             else:
                 batch = 8 if quick else 32
                 fn = keras_step(keras_convnet(), rng.standard_normal(
@@ -176,7 +213,9 @@ def _child(quick: bool, keys: list[str]) -> None:
                     rng.integers(0, 10, batch).astype(np.int32), momentum=0.9)
                 calls, rounds = (2, 2) if quick else (5, 4)
         fn()  # tracing, first allocations
-        title = TITLES[key].replace("batch 32", "batch 8") if quick else TITLES[key]
+        title = TITLES[key]
+        if quick:
+            title = title.replace("batch 32", "batch 8").replace("batch 16", "batch 2")
         out[key] = {"title": title, "best_s": _timed(fn, calls, rounds)}
     if baseline and "const" in keys:
         def floor():
@@ -272,6 +311,12 @@ def main() -> int:
                      "that TF CPU skips; TF CPU's `tf.constant` + `tf.identity` takes "
                      f"{fmt_range([f * 1e6 for f in floor], sig3, ' µs')} "
                      f"({fmt_range(pair_ratios(floor, const), unit='×')} its `tf.constant`)")
+    if "cnn" in keys and "cnn-cf" in keys:
+        for p in plugins:
+            ratios = [d["rows"]["cnn-cf"]["best_s"] / d["rows"]["cnn"]["best_s"]
+                      for d in runs[p] if d]
+            lines.append(f"- {p}: CNN channels_first time / channels_last time in the same "
+                         f"process: {fmt_range(ratios, unit='×')} (> 1: channels_last is faster)")
     lines += ["", *table(runs, plugins, keys)]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -1,13 +1,16 @@
 """PyTorch adapter benchmark: torch CPU and each unidev device in their own processes, alternated.
 
     .venv/bin/python benchmarks/torch_adapter.py [--quick] [--pairs 3] [--plugins x86,aurora]
-        [--rows tiny,mlp,mlp-fused,convnet,convnet-fused,depthwise,resnet18] [--threads N]
+        [--rows tiny,mlp,mlp-fused,convnet,convnet-fused,convnet-cl,depthwise,resnet18]
+        [--threads N]
         [--lock FILE]
 
 Rows: 10k tiny adds (per-op overhead), and training steps (forward, cross-entropy, backward,
 SGD momentum 0.9) of the models in benchmarks/models.py: the MLP, the ResNet-style conv-net,
 the depthwise-heavy net and resnet18 at 224²; `-fused` rows use `SGD(fused=True)`, the others
-torch's default (foreach for a PrivateUse1 device, for-loop on the CPU).
+torch's default (foreach for a PrivateUse1 device, for-loop on the CPU); `convnet-cl` is the
+conv-net in `torch.channels_last` (model and input) on both sides, and the report gives each
+device's channels-last step against its NCHW step from the same process.
 
 Each round runs one torch CPU process (unidev's autoload off: `UNIDEV_DISABLE_PLUGIN_AUTOLOAD=1
 TORCH_DEVICE_BACKEND_AUTOLOAD=0`, checked: no unidev library mapped) and one process per plugin
@@ -43,7 +46,8 @@ from _timing import (  # noqa: E402
     sig3,
 )
 
-ROW_KEYS = ("tiny", "mlp", "mlp-fused", "convnet", "convnet-fused", "depthwise", "resnet18")
+ROW_KEYS = ("tiny", "mlp", "mlp-fused", "convnet", "convnet-fused", "convnet-cl", "depthwise",
+            "resnet18")
 
 
 def _steps(run, min_steps: int, min_time: float) -> list[float]:
@@ -80,11 +84,13 @@ def _child(quick: bool, keys: list[str]) -> None:
             sync()
         return run
 
-    def step(row, fused: bool):
+    def step(row, fused: bool, channels_last: bool = False):
         torch.manual_seed(0)  # the same weights in every process
-        m = row.build().to(dev)
+        fmt = torch.channels_last if channels_last else torch.contiguous_format
+        m = row.build().to(dev).to(memory_format=fmt)
         opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, fused=fused or None)
-        x, y = (t.to(dev) for t in row.data())
+        x, y = row.data()
+        x, y = x.contiguous(memory_format=fmt).to(dev), y.to(dev)
 
         def run():
             loss = F.cross_entropy(m(x), y)
@@ -97,12 +103,13 @@ def _child(quick: bool, keys: list[str]) -> None:
     rows = {r.key: r for r in models.rows(quick)}
     out = {}
     for key in keys:
-        base = key.removesuffix("-fused")
+        base = key.removesuffix("-fused").removesuffix("-cl")
         if base == "tiny":
             run, title = tiny(), "tiny add, 8 floats (10k calls)"
         else:
-            run = step(rows[base], key.endswith("-fused"))
-            title = rows[base].title + (", SGD fused=True" if key.endswith("-fused") else "")
+            run = step(rows[base], key.endswith("-fused"), key.endswith("-cl"))
+            title = rows[base].title + (", SGD fused=True" if key.endswith("-fused") else "") + (
+                ", channels_last" if key.endswith("-cl") else "")
         for _ in range(1 if quick else 2):  # warm-up: allocator, primitives, momentum buffers
             run()
         fallbacks = {}
@@ -137,6 +144,20 @@ def table(runs: dict[str, list[dict | None]], plugins: list[str], keys: list[str
         cells += [fmt_range(pair_ratios(best(cpu), best(runs[p])), unit="×") for p in plugins]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def layout_lines(runs: dict[str, list[dict | None]], plugins: list[str],
+                 keys: list[str]) -> list[str]:
+    """Per plugin: its channels-last conv-net step against its NCHW one, process by process."""
+    if "convnet-cl" not in keys or "convnet" not in keys:
+        return []
+    out = []
+    for p in plugins:
+        ratios = [d["rows"]["convnet"]["best_s"] / d["rows"]["convnet-cl"]["best_s"]
+                  for d in runs[p] if d]
+        out.append(f"- {p}: conv-net step NCHW time / channels_last time in the same process: "
+                   f"{fmt_range(ratios, unit='×')} (> 1: channels_last is faster)")
+    return out
 
 
 def fallback_lines(runs: dict[str, list[dict | None]], plugins: list[str],
@@ -204,7 +225,8 @@ def main() -> int:
              "autoload off; no unidev library mapped) and one process per plugin, alternated; "
              "each figure the best step of its process, ranges over the processes, speed-up = "
              "CPU time / device time pair by pair (> 1: the device is faster).", "",
-             *machine.lines(), *fallback_lines(runs, plugins, keys), "",
+             *machine.lines(), *fallback_lines(runs, plugins, keys),
+             *layout_lines(runs, plugins, keys), "",
              *table(runs, plugins, keys)]
     text = "\n".join(lines) + "\n"
     print(text)
