@@ -16,7 +16,8 @@ inputs and outputs prepared once, synchronized after each call, timed interleave
 - a 1,000-node chain of tiny adds: microseconds per node of a plan run (and of eager unidev.ops
   calls for contrast);
 - compile times: first compile in a fresh UNIDEV_CACHE_DIR (generated kernels built), a memory
-  cache hit, and a plan-file hit on disk (memory cache cleared).
+  cache hit, a plan-file hit on disk (memory cache cleared), and a compile in a new process with
+  only the plugin's generated-kernel cache warm, or also the plan file.
 Fused cases print "n/a (plugin lacks X)" when the plugin has no kernel for X. Writes
 <out>/graph.md and graph.json (graph_quick.* with --quick). Machine figures (copy_bw.c, FMA peak)
 come from _machine.py, measured in the same run.
@@ -29,6 +30,7 @@ import contextlib
 import fcntl
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,8 +38,9 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # as run.py: numpy's workers sleep at once
 # A fresh cache, so the first compile builds its generated kernels (removed at exit).
-_COLD = tempfile.TemporaryDirectory(prefix="unidev-graph-bench-")
-os.environ["UNIDEV_CACHE_DIR"] = _COLD.name
+if "--child-compile" not in sys.argv:  # a child inherits the parent's cache
+    _COLD = tempfile.TemporaryDirectory(prefix="unidev-graph-bench-")
+    os.environ["UNIDEV_CACHE_DIR"] = _COLD.name
 
 import numpy as np  # noqa: E402
 
@@ -118,10 +121,18 @@ def fused_case(bench: Bench, group: str, name: str, graph: Graph, work: float, u
         notes.append(f"{group} {name}: fused {missing}")
         impls["fused"] = None
     else:
-        impls["fused"], cp = bench.runner(graph, optimize=True)
+        try:
+            impls["fused"], cp = bench.runner(graph, optimize=True)
+        except unidev.core.errors.UnidevError as exc:  # e.g. kernel_compile refused the program
+            notes.append(f"{group} {name}: fused failed: {exc}")
+            impls["fused"] = None
+            return Case(group, name, work, unit, impls)
         ops = [op for _, op in cp.steps]
         if fused_op not in ops:
             notes.append(f"{group} {name}: fused plan has no {fused_op} step ({ops})")
+        elif cp.num_compiled:
+            notes.append(f"{group} {name}: fused plan runs {cp.num_compiled} kernel_compile "
+                         "specialization(s)")
     return Case(group, name, work, unit, impls)
 
 
@@ -131,7 +142,16 @@ def main() -> int:
     ap.add_argument("--device", default="x86")
     ap.add_argument("--lock", default="", help="hold this flock file while measuring")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--child-compile", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_compile:  # one compile in this fresh process: print its seconds
+        bench = Bench(args.device)
+        g = bench.chain(4, args.child_compile)
+        t0 = time.perf_counter()
+        ug.compile(g, bench.device, persist=args.persist)
+        print(time.perf_counter() - t0)
+        return 0
     q = args.quick
     bench, notes, cases = Bench(args.device), [], []
     machine = Machine(tries=1 if q else 3)
@@ -154,6 +174,13 @@ def main() -> int:
             ug.cache.clear()
             ug.compile(g4, bench.device, persist=True)
         compile_s["plan file on disk"] = (time.perf_counter() - t0) / 5
+        for persist in (False, True):  # a new process: only the disk caches are warm
+            child = subprocess.run(
+                [sys.executable, __file__, "--child-compile", str(g4.inputs[0].shape[0]),
+                 "--device", args.device] + (["--persist"] if persist else []),
+                capture_output=True, text=True, env=dict(os.environ), check=True)
+            what = "plan file" if persist else "generated kernels only"
+            compile_s[f"new process, {what} cached"] = float(child.stdout.split()[-1])
         compile_s["generated kernels in the plan"] = first.num_compiled
         ug.cache.clear()
 
