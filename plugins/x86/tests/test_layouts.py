@@ -28,7 +28,7 @@ def _run(op: str, dtype: str, layout: str) -> int:
 
 def test_counter_is_exposed() -> None:
     c = unidev.debug_counters("x86")
-    assert set(c) == {"layout_copies"} and c["layout_copies"] >= 0
+    assert c["layout_copies"] >= 0 and all(v >= 0 for v in c.values())
 
 
 def _has(op: str, dtype: str) -> bool:
