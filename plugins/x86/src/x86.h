@@ -101,14 +101,7 @@ void ud_x86_fill_view(const UD_Tensor* dst, double value);
 enum { UD_X86_NCHW, UD_X86_NHWC, UD_X86_OTHER };
 int ud_x86_layout4(const UD_Tensor* t);
 /* Debug counters, read by unidev_x86.debug_counters() through ud_x86_debug_counter(name). */
-enum {
-  UD_X86_LAYOUT_COPIES,
-  UD_X86_PROGRAM_COMPILES,   /* elementwise_program: ISPC runs (a disk-cache miss) */
-  UD_X86_PROGRAM_DISK_HITS,  /* compiled programs loaded from the disk cache */
-  UD_X86_PROGRAM_REBUILDS,   /* corrupt or foreign cache entries rebuilt */
-  UD_X86_PROGRAM_NO_JIT,     /* no ISPC or a failed compile: the interpreter kernel ran */
-  UD_X86_NUM_COUNTERS
-};
+enum { UD_X86_LAYOUT_COPIES, UD_X86_NUM_COUNTERS };
 void ud_x86_count(int counter);
 /* t itself when it already is dense in `layout` (or empty), else a dense copy in it (of t's
  * contents when copy_in), counted in layout_copies; unstage copies it back when copy_out and
