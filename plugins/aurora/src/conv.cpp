@@ -146,7 +146,7 @@ void col2im(const Geo& g, const T* col, T* x, int64_t b, int64_t e) {
 // into parts [lo, hi) too.
 template <class T, class F>
 VESIMresult per_image(VESIMkernel_ctx* k, const Geo& g, int64_t per, int64_t split, T** buf, F&& f) {
-  const int64_t parts = std::min(split, std::max<int64_t>(1, vesimDevCores(k) / (g.n * g.g)));
+  const int64_t parts = std::min(split, std::max<int64_t>(1, vesimDevCores(k) / std::max<int64_t>(1, g.n * g.g)));  // N = 0: no pairs
   *buf = static_cast<T*>(vesimDevScratch(k, uint64_t(vesimDevCores(k) * per) * sizeof(T)));
   if (!*buf) return VESIM_ERROR_OUT_OF_MEMORY;
   return parallel_chunks(k, g.n * g.g * parts, 1, [&](int64_t b, int64_t e, int chunk) {

@@ -219,3 +219,25 @@ def test_nchw_stays_uncopied_and_hooks_report_counters() -> None:
     assert is_nhwc(y) and copies() == before  # the output's layout decides
     np.testing.assert_allclose(y.numpy()[0, 2], reference.run(
         "avg_pool2d", [x], {"kernel_size": (3, 3), "stride": (1, 1)})[0][0, 0] * 9, rtol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("xs,ws", [((0, 3, 5, 5), (4, 3, 3, 3)), ((2, 0, 5, 5), (4, 0, 3, 3)),
+                                   ((2, 3, 5, 5), (0, 3, 3, 3))])
+def test_empty_batch_or_channels(layout: str, xs: tuple, ws: tuple) -> None:
+    # N = 0 crashed the NCHW weight gradient (a division by the number of (image, group) pairs)
+    view = nhwc if layout == "nhwc" else nchw
+    rng = np.random.default_rng(16)
+    x, w = rng.standard_normal(xs).astype(F32), rng.standard_normal(ws).astype(F32)
+    for algorithm in ("auto", "direct", "im2col"):
+        attrs = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1,
+                 "algorithm": algorithm}
+        y = reference.run("conv2d", [x, w, None], attrs)[0]
+        np.testing.assert_allclose(unidev.ops.conv2d(view(x), nchw(w), None, **attrs).numpy(), y)
+        gy = rng.standard_normal(y.shape).astype(F32)
+        gw = unidev.ops.conv2d_backward_weight(view(gy), view(x), weight_shape=ws, **attrs)
+        np.testing.assert_allclose(gw.numpy(), reference.run(
+            "conv2d_backward_weight", [gy, x], dict(attrs, weight_shape=ws))[0], atol=1e-5)
+        gx = unidev.ops.conv2d_backward_input(view(gy), nchw(w), input_shape=xs, **attrs)
+        np.testing.assert_allclose(gx.numpy(), reference.run(
+            "conv2d_backward_input", [gy, w], dict(attrs, input_shape=xs))[0], atol=1e-5)
