@@ -83,6 +83,50 @@ def fused_bn(training, factor):
     return fn
 
 
+# NCHW on the device against TF CPU's NHWC, transposed (TF CPU has no NCHW depthwise kernel)
+f_nchw = rng.standard_normal((3, 3, 6, 2)).astype(np.float32)
+
+
+def depthwise_nchw(device):
+    with tf.device(device):
+        f = tf.constant(f_nchw)
+        xt = tf.constant(x.transpose(0, 3, 1, 2) if device == dev else x)
+        fmt = "NCHW" if device == dev else "NHWC"
+        st = [1, 1, 2, 2] if device == dev else [1, 2, 2, 1]
+        with tf.GradientTape() as t:
+            t.watch([xt, f])
+            y = tf.nn.depthwise_conv2d(xt, f, st, "SAME", data_format=fmt)
+            loss = tf.reduce_sum(y * y)
+        res = [y, *t.gradient(loss, [xt, f])]
+        if device == dev:
+            res = [tf.transpose(res[0], [0, 2, 3, 1]), tf.transpose(res[1], [0, 2, 3, 1]), res[2]]
+        return [np.asarray(r) for r in res]
+
+
+out["ops"]["depthwise_nchw"] = max(diff(g, w) for g, w in zip(depthwise_nchw(dev),
+                                                               depthwise_nchw("/CPU:0")))
+
+
+def fused_bn_nchw(x):
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y, m, v = tf.compat.v1.nn.fused_batch_norm(
+            tf.transpose(x, [0, 3, 1, 2]), scale, offset, mean, var, epsilon=1e-3,
+            data_format="NCHW", exponential_avg_factor=0.5)
+        loss = tf.reduce_sum(y * y)
+    return [y, m, v, t.gradient(loss, x)]
+
+
+def fused_bn_no_stats(x):  # training with factor 1: the running statistics may be empty
+    with tf.GradientTape() as t:
+        t.watch(x)
+        y, m, v = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, epsilon=1e-3)
+        loss = tf.reduce_sum(y * y)
+    return [y, m, v, t.gradient(loss, x)]
+
+
+compare("fused_bn_nchw", fused_bn_nchw, x)
+compare("fused_bn_no_stats", fused_bn_no_stats, x)
 compare("fused_bn_train", fused_bn(True, 0.3), x)
 compare("fused_bn_train_factor1", fused_bn(True, 1.0), x)
 compare("fused_bn_inference", fused_bn(False, 1.0), x)

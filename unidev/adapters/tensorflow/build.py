@@ -200,8 +200,11 @@ def build(install: bool = True) -> list[str]:
             continue
         try:
             lib = build_plugin(tf, rec)
-        except Exception as exc:
-            msgs.append(f"tensorflow: plugin {rec.name} failed to build: {exc}")
+        except Exception as exc:  # keep what is installed: a failed rebuild is no uninstall
+            wanted.add(library_name(rec.name))
+            types.add(rec.spec.tf_type)
+            msgs.append(f"tensorflow: plugin {rec.name} failed to build (an installed library "
+                        f"stays): {exc}")
             continue
         wanted.add(library_name(rec.name))
         types.add(rec.spec.tf_type)
