@@ -152,9 +152,19 @@ def test_bad_plans_refused_at_create():
     with pytest.raises(UnsupportedError, match=r"node 'r0' \(no_such_op\): plugin 'x86' has no"):
         CompiledPlan(dataclasses.replace(plan, steps=[dataclasses.replace(
             plan.steps[0], op="no_such_op")]), "x86")
-    writes_input = dataclasses.replace(plan.steps[0], outputs=[x])
-    with pytest.raises(InvalidArgumentError, match="writes input buffer"):
-        CompiledPlan(dataclasses.replace(plan, steps=[writes_input]), "x86")
+    c = Builder("c")
+    cr, yo = c.const(np.ones(4, np.float32)), c.output((4,))
+    c.step("relu", [yo], [cr], "r1")
+    with pytest.raises(InvalidArgumentError, match=r"node 'r1' \(relu\): output 0 writes constant"):
+        CompiledPlan(c.plan(), "x86")
+    state = Builder("inplace")  # an input updated in place: relu(x) written back into x
+    xs, ys = state.input((4,)), state.output((4,))
+    state.step("relu", [xs], [xs], "relu_")
+    state.step("copy", [xs], [ys], "out")
+    xv = DeviceArray.from_numpy(np.array([-1, 2, -3, 4], np.float32), "x86")
+    (y,) = CompiledPlan(state.plan(), "x86").run([xv])
+    np.testing.assert_array_equal(xv.numpy(), [0, 2, 0, 4])
+    np.testing.assert_array_equal(y.numpy(), [0, 2, 0, 4])
 
 
 def test_bad_bindings_refused():

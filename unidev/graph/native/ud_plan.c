@@ -307,9 +307,9 @@ static int read_step(Reader* r, UD_Plan* p, uint32_t i, size_t max_patches, UD_P
         return fail(st, UD_ERR_INVALID_ARGUMENT, "%s: metadata inconsistent", what);
       to_tensor(p, &t, &ts[k]);
       const PlanBuffer* b = &p->buffers[t.buffer];
-      if (io && (b->kind == KIND_CONST || b->kind == KIND_INPUT))
-        return fail(st, UD_ERR_INVALID_ARGUMENT, "%s writes %s buffer %u", what,
-                    b->kind == KIND_CONST ? "constant" : "input", t.buffer);
+      /* constants are shared by every run; inputs may be written (state updated in place) */
+      if (io && b->kind == KIND_CONST)
+        return fail(st, UD_ERR_INVALID_ARGUMENT, "%s writes constant buffer %u", what, t.buffer);
       Patch* pt = &p->patches[p->num_patches++];
       pt->tensor = &ts[k];
       pt->kind = b->kind;
