@@ -65,3 +65,19 @@ def test_trace_errors():
             with trace():
                 pass
     assert ops._trace_hook is None
+
+
+def test_other_threads_run_eagerly(testdev):
+    import threading
+
+    a = unidev.DeviceArray.from_numpy(np.arange(4, dtype="f4"), testdev)
+    got = []
+    with trace() as g:
+        x = g.input((4,))
+        t = threading.Thread(target=lambda: got.append(ops.add(a, a)))
+        t.start()
+        t.join()
+        g.output(ops.add(x, x))
+    assert isinstance(got[0], unidev.DeviceArray)  # ran on the device, not recorded
+    np.testing.assert_array_equal(got[0].numpy(), 2 * np.arange(4))
+    assert [n.op for n in g.nodes] == ["add"] and not g.meta

@@ -239,7 +239,9 @@ def call(op: str, *inputs: Any, out: DeviceArray | Sequence[DeviceArray] | None 
     allocated on it and every operand's earlier use, on any stream, comes first.
     """
     if _trace_hook is not None:
-        return _trace_hook(op, inputs, attrs, out=out, shape=shape, dtype=dtype)
+        traced = _trace_hook(op, inputs, attrs, out=out, shape=shape, dtype=dtype)
+        if traced is not NotImplemented:  # NotImplemented: another thread's call, run it
+            return traced
     schema = opset.get(op)
     if type(stream) is not int or not 0 <= stream < 2**64:
         stream = check_int(stream, f"{op}: argument 'stream'", 0, 2**64 - 1)

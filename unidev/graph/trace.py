@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = ["trace"]
 class _Recorder:
     def __init__(self, g: Graph, constants: bool) -> None:
         self.g, self.constants = g, constants
+        self.thread = threading.get_ident()
         self.seen: dict[int, tuple[DeviceArray, Value]] = {}
 
     def value(self, op: str, arg: str, x: Any) -> Value | None:
@@ -40,6 +42,8 @@ class _Recorder:
 
     def __call__(self, op: str, inputs: tuple, attrs: dict, *, out: Any, shape: Any,
                  dtype: Any) -> Any:
+        if threading.get_ident() != self.thread:
+            return NotImplemented  # only the tracing thread's calls are recorded
         schema = opset.get(op)
         if out is not None:
             raise InvalidArgumentError(f"{op}: out= is not recorded by unidev.graph.trace(); "
