@@ -120,6 +120,8 @@ def test_in_place_updates_are_versions_and_ordered():
     np.testing.assert_array_equal(a, 2 * (np.arange(4) - 0.5))
     np.testing.assert_array_equal(pv, np.arange(4) - 0.5)  # updated in place, like a plan
     assert "updates %p, %grad in place" in str(g)
+    assert g.storage(new_p) is p and g.storage(new_p.reshape(2, 2).T) is p
+    assert g.storage(before) is before
 
 
 def test_batch_norm_training_updates_running_stats():

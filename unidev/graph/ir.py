@@ -401,6 +401,13 @@ class Graph:
         return v
 
     # ---- queries ---------------------------------------------------------------------------
+    def storage(self, v: Value) -> Value:
+        """The value whose memory `v` is: views alias their input, an updated version the
+        value it updates (an input, a constant or a node's own output)."""
+        while v.kind == "node" and (v.updates is not None or v.producer.op in VIEW_OPS):
+            v = v.updates if v.updates is not None else v.producer.inputs[0]
+        return v
+
     def uses(self) -> dict[Value, list[tuple[Node, int]]]:
         """For each value, the (node, input position) pairs reading it."""
         out: dict[Value, list[tuple[Node, int]]] = {}
