@@ -1,9 +1,11 @@
-// conv.cpp — conv2d and its two gradients, by im2col + BLAS or by direct loops.
+// conv.cpp — conv2d, its two gradients and conv2d_bias_act, by im2col + BLAS or by direct loops.
 //
 // `algorithm`: "im2col" lowers each (image, group) to one GEMM on a column buffer
 // [C/groups * R * S, OH * OW]; "direct" loops over output planes, one per core at a time, with
 // the output row as the vector loop; "auto" takes im2col unless its column buffer would be huge,
-// and register tiles (below) for unit-stride layers with few input channels.
+// and register tiles (below) for unit-stride layers with few input channels. These are the NCHW
+// loops; channels-last calls go to conv_nhwc.cpp. conv2d_bias_act is conv2d with the epilogue
+// (epilogue.h) applied to each tile these loops write.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,8 +18,9 @@ namespace {
 
 constexpr int64_t kMaxColumn = int64_t(1) << 23;  // elements of a core's im2col buffer for "auto"
 
-// The three conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight) share stride, padding,
-// dilation, groups, algorithm in that order from kFirst[kind]; the gradients lead with a shape.
+// The conv ops (kind 0: conv2d, 1: grad of x, 2: grad of weight, 3: conv2d_bias_act) share
+// stride, padding, dilation, groups, algorithm in that order from kFirst[kind]; the gradients
+// lead with a shape.
 #define RUN(OP) UD_ATTR_##OP##_PADDING == UD_ATTR_##OP##_STRIDE + 1 && UD_ATTR_##OP##_DILATION == UD_ATTR_##OP##_STRIDE + 2 && \
                 UD_ATTR_##OP##_GROUPS == UD_ATTR_##OP##_STRIDE + 3 && UD_ATTR_##OP##_ALGORITHM == UD_ATTR_##OP##_STRIDE + 4
 static_assert(RUN(CONV2D) && RUN(CONV2D_BACKWARD_INPUT) && RUN(CONV2D_BACKWARD_WEIGHT) && RUN(CONV2D_BIAS_ACT) &&
