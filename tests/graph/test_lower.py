@@ -125,6 +125,10 @@ def test_errors():
         lower(g, lambda op, dt: True)
     with pytest.raises(unidev.UnsupportedError, match=r"node '.*' \(gemm\): the device has no"):
         lower(g, lambda op, dt: op != "gemm", bind={"N": 2})
+    optimize(g)
+    with pytest.raises(unidev.UnsupportedError, match=r"\(gemm\) \(unfused from node '.*' "
+                                                      r"\(gemm_bias_act\)\): the device"):
+        lower(g, lambda op, dt: op not in ("gemm", "gemm_bias_act"), bind={"N": 2})
 
 
 @pytest.mark.parametrize("seed", range(20))

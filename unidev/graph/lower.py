@@ -120,16 +120,19 @@ def lower(graph: Graph, has_kernel: Callable[[str, str], bool], *,
     if sym:
         raise InvalidArgumentError(f"lower: graph '{graph.name}' has symbolic dimensions {sym}; "
                                    "expected them bound (bind={...})")
-    unfused = []
+    unfused, origin = [], {}
     for n in list(g.order()):
         if n.schema is not None and n.schema.tier == 4 and not has_kernel(n.op, _kernel_dtype(n)):
             unfused.append(n.name)
+            before = set(g.nodes)
             unfuse.expand(g, n)
+            origin.update((m, n) for m in g.nodes if m not in before)
     order = g.order()
     for n in order:
         if n.op not in VIEW_OPS and not has_kernel(n.op, _kernel_dtype(n)):
-            raise UnsupportedError(f"node '{n.name}' ({n.op}): the device has no kernel for "
-                                   f"dtype {_kernel_dtype(n)}")
+            src = f" (unfused from node '{origin[n].name}' ({origin[n].op}))" if n in origin else ""
+            raise UnsupportedError(f"node '{n.name}' ({n.op}){src}: the device has no kernel "
+                                   f"for dtype {_kernel_dtype(n)}")
     root = _roots(g)
     mutated = {root[o] for n in order for o in n.outputs if o.updates is not None}
     last_use: dict[Value, int] = {}
