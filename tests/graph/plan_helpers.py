@@ -59,7 +59,7 @@ class Builder:
              dtype: str | None = None, **attrs) -> None:
         schema = opset.get(op)
         full = normalize_attrs(schema, attrs)
-        first = next((t for t in inputs if t is not None), outputs[0])
+        first = next((t for t in inputs if t is not None), None) or outputs[0]
         self.steps.append(Step(op, dtype or first.dtype, list(inputs), list(outputs),
                                [(a.name, a.type, full[a.name]) for a in schema.attrs],
                                node or f"{op}{len(self.steps)}"))

@@ -157,6 +157,11 @@ def test_bad_plans_refused_at_create():
     c.step("relu", [yo], [cr], "r1")
     with pytest.raises(InvalidArgumentError, match=r"node 'r1' \(relu\): output 0 writes constant"):
         CompiledPlan(c.plan(), "x86")
+    c = Builder("sgd")  # a kernel updating its input in place: that input is no constant
+    pc, gi = c.const(np.ones(4, np.float32)), c.input((4,))
+    c.step("sgd_update", [pc, gi, None], [], "opt", lr=0.1)
+    with pytest.raises(InvalidArgumentError, match=r"node 'opt' \(sgd_update\): input 0 writes"):
+        CompiledPlan(c.plan(), "x86")
     state = Builder("inplace")  # an input updated in place: relu(x) written back into x
     xs, ys = state.input((4,)), state.output((4,))
     state.step("relu", [xs], [xs], "relu_")

@@ -289,6 +289,8 @@ static int read_step(Reader* r, UD_Plan* p, uint32_t i, size_t max_patches, UD_P
   s->node = rd_str(r);
   if (r->bad) return fail(st, UD_ERR_INVALID_ARGUMENT, "step %u: truncated", i);
   char what[320];
+  const int op_id = ud_op_id(s->op);
+  const uint32_t mutated = op_id >= 0 ? ud_op_info(op_id)->mutated_inputs : 0;
   for (int io = 0; io < 2; io++) {
     uint32_t n = rd_u32(r);
     if (n > r->size) r->bad = 1;
@@ -308,7 +310,7 @@ static int read_step(Reader* r, UD_Plan* p, uint32_t i, size_t max_patches, UD_P
       to_tensor(p, &t, &ts[k]);
       const PlanBuffer* b = &p->buffers[t.buffer];
       /* constants are shared by every run; inputs may be written (state updated in place) */
-      if (io && b->kind == KIND_CONST)
+      if (b->kind == KIND_CONST && (io || (k < 32 && (mutated >> k) & 1u)))
         return fail(st, UD_ERR_INVALID_ARGUMENT, "%s writes constant buffer %u", what, t.buffer);
       Patch* pt = &p->patches[p->num_patches++];
       pt->tensor = &ts[k];
