@@ -100,6 +100,9 @@ const Row kRows[] = {
     {UD_OP_PAD_CONSTANT, F_PAD, 0},
     {UD_OP_SGD_UPDATE, F_OPTIM, 0},
     {UD_OP_ADAM_UPDATE, F_OPTIM, 1},
+    {UD_OP_CONV2D_BIAS_ACT, F_CONV_ACT, 0},
+    {UD_OP_GEMM_BIAS_ACT, F_GEMM_ACT, 0},
+    {UD_OP_ELEMENTWISE_PROGRAM, F_PROGRAM, 0},
 };
 
 /* The op set's name for input i (concat's variadic input names each of its tensors "tensors"). */
@@ -206,9 +209,10 @@ UD_Error* check_matmul(const OpInfo& op, const UD_KernelArgs* a) {
       UD_KIT_TRY(want_dtype(op.name, "input", in_name(op, i), a->inputs[i], A.dtype));
   UD_KIT_TRY(want_dtype(op.name, "output", "out", O, A.dtype));
   int n = A.ndim;
-  if (n < 2 || (op.family == F_GEMM && n != 2))
+  const bool gemm = op.family == F_GEMM || op.family == F_GEMM_ACT;
+  if (n < 2 || (gemm && n != 2))
     return INV("%s: input 'a' has shape %s, expected %s", op.name, shape_str(A).c_str(),
-               op.family == F_GEMM ? "2-D [M, K]" : "ndim >= 2");
+               gemm ? "2-D [M, K]" : "ndim >= 2");
   int64_t want[UD_KIT_MAX_DIMS];
   for (int d = 0; d < n - 2; d++) want[d] = O.ndim == n ? O.shape[d] : 0;
   want[n - 2] = A.shape[n - 1];
@@ -220,6 +224,8 @@ UD_Error* check_matmul(const OpInfo& op, const UD_KernelArgs* a) {
   UD_KIT_TRY(want_shape(op.name, "output", "out", O, n, want));
   if (op.family == F_GEMM && ud_kit_present(&a->inputs[2]))
     UD_KIT_TRY(want_shape(op.name, "input", "c", a->inputs[2], 2, want));
+  int act;
+  if (op.family == F_GEMM_ACT) return ud_kit_check_epilogue(op.id, a, &act); /* bias, residual */
   return nullptr;
 }
 
@@ -250,15 +256,17 @@ UD_Error* check_conv(const OpInfo& op, const UD_KernelArgs* a) {
     const UD_Tensor& w = a->inputs[1];
     UD_KIT_TRY(want_ndim(op.name, "weight", w, 4, "[K, C/groups, R, S]"));
     ws = w.shape;
-    if (op.family == F_CONV) UD_KIT_TRY(want_ndim(op.name, "x", a->inputs[0], 4, "NCHW"));
-    xs = op.family == F_CONV ? a->inputs[0].shape : sa.value.ints.data;
+    if (conv_forward(op.family)) UD_KIT_TRY(want_ndim(op.name, "x", a->inputs[0], 4, "NCHW"));
+    xs = conv_forward(op.family) ? a->inputs[0].shape : sa.value.ints.data;
   }
   ConvGeom g;
   UD_KIT_TRY(conv_geometry(op.name, xs, ws, a->attrs + first, &g));
   const int64_t yshape[4] = {g.N, g.K, g.OH, g.OW};
-  if (op.family == F_CONV) {
+  if (conv_forward(op.family)) {
     if (ud_kit_present(&a->inputs[2])) UD_KIT_TRY(want_shape(op.name, "input", "bias", a->inputs[2], 1, &g.K));
-    return want_shape(op.name, "output", "y", o, 4, yshape);
+    UD_KIT_TRY(want_shape(op.name, "output", "y", o, 4, yshape));
+    int act;
+    return op.family == F_CONV_ACT ? ud_kit_check_epilogue(op.id, a, &act) : nullptr;
   }
   UD_KIT_TRY(want_shape(op.name, "input", "grad_y", a->inputs[0], 4, yshape));
   return want_shape(op.name, "output", op.family == F_CONV_BI ? "grad_x" : "grad_w", o, 4,
@@ -462,6 +470,16 @@ UD_Error* check_nullary(const OpInfo& op, const UD_KernelArgs* a) {
   return nullptr;
 }
 
+/* elementwise_program: the kit's checks (shapes, dtypes, reduction) and its parser */
+UD_Error* check_program(const UD_KernelArgs* a) {
+  int reduce = 0, reduced = 0;
+  UD_KitProgram* p = (UD_KitProgram*)malloc(sizeof *p);
+  if (!p) return ud_kit_host_oom_error();
+  UD_Error* e = ud_kit_program_check_call(a, p, &reduce, &reduced);
+  free(p);
+  return e;
+}
+
 }  // namespace
 
 const OpInfo& op_at(int id) {
@@ -625,6 +643,9 @@ UD_Error* check_args(const OpInfo& op, const UD_KernelArgs* a) {
     case F_CONCAT: return check_concat(op, a);
     case F_PAD: return check_pad(op, a);
     case F_OPTIM: return check_optim(op, a);
+    case F_CONV_ACT: return check_conv(op, a);
+    case F_GEMM_ACT: return check_matmul(op, a);
+    case F_PROGRAM: return check_program(a);
     default: return ud_kit_error(UD_ERR_INTERNAL, "%s: no checker for this op family", op.name);
   }
 }

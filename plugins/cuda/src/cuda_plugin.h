@@ -15,7 +15,9 @@ namespace udc {
 enum Family {
   F_COPY, F_CAST, F_FILL, F_ARANGE, F_EW, F_REDUCE, F_ARG, F_MATMUL, F_GEMM, F_CONV, F_CONV_BI,
   F_CONV_BW, F_MAXPOOL, F_MAXPOOL_B, F_AVGPOOL, F_AVGPOOL_B, F_ADAPT, F_ADAPT_B, F_BN, F_BN_B,
-  F_SOFTMAX, F_SOFTMAX_B, F_NLL, F_NLL_B, F_MSE, F_MSE_B, F_CONCAT, F_PAD, F_OPTIM, F_COUNT
+  F_SOFTMAX, F_SOFTMAX_B, F_NLL, F_NLL_B, F_MSE, F_MSE_B, F_CONCAT, F_PAD, F_OPTIM,
+  F_PROGRAM, F_CONV_ACT, F_GEMM_ACT, /* tier 4 */
+  F_COUNT
 };
 
 /* Elementwise and reduction kernel codes (OpInfo::code within F_EW / F_REDUCE / F_ARG / ...). */
@@ -70,7 +72,11 @@ constexpr int kConvShape = UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, kConvStrid
                       UD_ATTR_##OP##_GROUPS == UD_ATTR_##OP##_STRIDE + kConvGroups && \
                       UD_ATTR_##OP##_ALGORITHM == UD_ATTR_##OP##_STRIDE + kConvAlgorithm)
 static_assert(UDC_CONV(CONV2D) && UDC_CONV(CONV2D_BACKWARD_INPUT) && UDC_CONV(CONV2D_BACKWARD_WEIGHT) &&
-              kConvShape == UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, "conv");
+              UDC_CONV(CONV2D_BIAS_ACT) && kConvShape == UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE,
+              "conv");
+/* conv2d_bias_act is conv2d with a residual input and an activation attribute appended */
+static_assert(UD_IN_CONV2D_BIAS_ACT_BIAS == UD_IN_CONV2D_BIAS && UD_ATTR_CONV2D_BIAS_ACT_STRIDE == 0 &&
+              UD_ATTR_CONV2D_STRIDE == 0, "conv2d_bias_act");
 
 /* One op as this plugin runs it: its UD_OpId and name (ops.h), its launcher family and kernel
  * code, and the dtypes of its first input (first output for no-input ops) it has kernels for:
@@ -105,8 +111,9 @@ struct PoolGeom {
   Pair k, stride, pad, dil;
   bool ceil_mode, count_include_pad;
 };
+inline bool conv_forward(Family f) { return f == F_CONV || f == F_CONV_ACT; }
 inline int conv_first(Family f) {
-  return f == F_CONV ? UD_ATTR_CONV2D_STRIDE
+  return conv_forward(f) ? UD_ATTR_CONV2D_STRIDE
          : f == F_CONV_BI ? UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE : UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE;
 }
 /* Geometry from x's shape, the weight shape and the attrs starting at conv_first (stride...). */
@@ -139,6 +146,14 @@ UD_Error* launch_pad(const OpInfo&, const UD_KernelArgs*, void*);
 UD_Error* launch_matmul(const OpInfo&, const UD_KernelArgs*, void*);  /* matmul, gemm */
 UD_Error* launch_conv(const OpInfo&, const UD_KernelArgs*, void*);    /* conv2d (+ backward) */
 UD_Error* launch_optim(const OpInfo&, const UD_KernelArgs*, void*);   /* sgd/adam_update (optim.cu) */
+UD_Error* launch_program(const OpInfo&, const UD_KernelArgs*, void*); /* elementwise_program (fused.cu) */
+/* The fused ops' epilogue in place over y (dense or strided): y = act(y + bias[c] + residual)
+ * with c = (linear index / inner) % bias length; bias and residual may be absent (ndim -1). */
+UD_Error* launch_epilogue(const UD_Tensor& y, const UD_Tensor& bias, const UD_Tensor& residual,
+                          int64_t inner, int activation, void* stream);
+/* kernel_compile (ABI 1.2): validates an elementwise_program; no specialization to return */
+UD_Error* kernel_compile(const char* op, UD_DType dtype, const UD_Attr* attrs, int32_t num_attrs,
+                         UD_KernelFn* kernel);
 
 /* memset of 1-, 2-, 4- or 8-byte elements */
 UD_Error* launch_memset(void* dst, uint64_t pattern, uint32_t elem_size, uint64_t count,

@@ -392,6 +392,7 @@ UD_Error* launch_matmul(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
     mo = {dout.ptr, false, N, 0};
   }
   double alpha = 1.0, beta = 0.0;
+  if (op.family == F_GEMM_ACT) alpha = ud_kit_attr_float(a, UD_ATTR_GEMM_BIAS_ACT_ALPHA);
   if (op.family == F_GEMM) {
     alpha = ud_kit_attr_float(a, UD_ATTR_GEMM_ALPHA);
     if (ud_kit_present(&a->inputs[UD_IN_GEMM_C])) {
@@ -421,12 +422,18 @@ UD_Error* launch_matmul(const OpInfo& op, const UD_KernelArgs* a, void* stream) 
                               (char*)mo.ptr + off[2] * isz, mo.ld, sc, inner))
       return e;
   }
+  if (op.family == F_GEMM_ACT) { /* bias, residual and activation over the product, in place */
+    int act = ud_activation_id(ud_kit_attr_str(a, UD_ATTR_GEMM_BIAS_ACT_ACTIVATION));
+    if (UD_Error* e = launch_epilogue(direct ? O : tmp, a->inputs[UD_IN_GEMM_BIAS_ACT_BIAS],
+                                      a->inputs[UD_IN_GEMM_BIAS_ACT_RESIDUAL], 1, act, s))
+      return e;
+  }
   return direct ? nullptr : strided_copy(tmp, O, s);
 }
 
 UD_Error* launch_conv(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  const Family f = op.family;
+  const Family f = op.family == F_CONV_ACT ? F_CONV : op.family; /* + an epilogue below */
   const int first = conv_first(f);
   const UD_Tensor &in0 = a->inputs[0], &in1 = a->inputs[1], &out = a->outputs[0];
   const int64_t* xs = f == F_CONV ? in0.shape : f == F_CONV_BW ? in1.shape : a->attrs[kConvShape].value.ints.data;
@@ -466,7 +473,7 @@ UD_Error* launch_conv(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
     });
     if (e) return e;
   }
-  if (f == F_CONV && ud_kit_present(&a->inputs[2])) {
+  if (op.family == F_CONV && ud_kit_present(&a->inputs[2])) {
     Dense db(s);
     if (UD_Error* e = db.from(a->inputs[2])) return e;
     UD_Error* e = by_dtype<DT_DENSE>(in0.dtype, op.name, [&](auto t) {
@@ -477,10 +484,17 @@ UD_Error* launch_conv(const OpInfo& op, const UD_KernelArgs* a, void* stream) {
     });
     if (e) return e;
   }
-  if (dense_out) return nullptr;
   int64_t st[kMaxDims];
   dout.ptr = o;
-  return strided_copy(dout.contiguous_like(out, st), out, s);
+  const UD_Tensor dense = dout.contiguous_like(out, st); /* y as computed, row-major */
+  if (op.family == F_CONV_ACT) { /* bias, residual and activation, in place before any copy */
+    int act = ud_activation_id(ud_kit_attr_str(a, UD_ATTR_CONV2D_BIAS_ACT_ACTIVATION));
+    if (UD_Error* e = launch_epilogue(dense, a->inputs[UD_IN_CONV2D_BIAS_ACT_BIAS],
+                                      a->inputs[UD_IN_CONV2D_BIAS_ACT_RESIDUAL], g.OH * g.OW, act,
+                                      s))
+      return e;
+  }
+  return dense_out ? nullptr : strided_copy(dense, out, s);
 }
 
 }  // namespace udc

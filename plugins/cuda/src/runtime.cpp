@@ -564,6 +564,9 @@ LaunchFn launcher_for(Family f) {
     case F_CONCAT: return launch_concat;
     case F_PAD: return launch_pad;
     case F_OPTIM: return launch_optim;
+    case F_PROGRAM: return launch_program;
+    case F_CONV_ACT: return launch_conv;
+    case F_GEMM_ACT: return launch_matmul;
     default: return nullptr;
   }
 }
@@ -649,7 +652,7 @@ const UD_Api kApi = {
     mem_alloc, mem_free, memcpy_h2d, memcpy_d2h, memcpy_d2d, memset_,
     stream_create, stream_destroy, stream_synchronize, stream_query, stream_wait_event,
     event_create, event_destroy, event_record, event_query, event_synchronize, event_elapsed,
-    kernel_lookup, mem_device,
+    kernel_lookup, mem_device, kernel_compile,
 };
 
 }  // namespace

@@ -270,6 +270,16 @@ GOOD = [
     ("sgd_update", [((2, 3), F32), ((2, 3), F32, (1, 2)), ((2, 3), F32), ((), F32), ((1,), F32)],
      [], {"momentum": 0.9}),
     ("adam_update", [((5,), "float64")] * 4 + [None, ((), F32), None, ((), "float64")], [], {}),
+    # tier 4
+    ("elementwise_program", [((2, 3), F32), ((2, 3), F32, (0, 1))], [((2, 3), F32)] * 2,
+     {"program": "i0 i1 add s0 r0 o0 r0 exp o1"}),
+    ("elementwise_program", [((2, 3, 4), "float64")], [((2,), "float64")],
+     {"program": "i0 c2 mul o0", "reduce": "mean", "reduce_axes": (1, 2)}),
+    ("conv2d_bias_act", [((2, 4, 8, 8), F32), ((6, 2, 3, 3), F32), ((6,), F32),
+                         ((2, 6, 4, 4), F32, (96, 1, 24, 6))], [((2, 6, 4, 4), F32)],
+     {"stride": (2, 2), "padding": (1, 1), "groups": 2, "activation": "silu"}),
+    ("gemm_bias_act", [((2, 3), F32), ((3, 4), F32, (1, 3)), ((4,), F32), None],
+     [((2, 4), F32)], {"activation": "gelu_tanh", "alpha": 0.5}),
 ]
 
 
@@ -353,6 +363,24 @@ BAD = [
      ["'exp_avg_sq'", "float64"]),
     ("adam_update", [((3,), F32)] * 4 + [None, ((2,), F32), None, None], [], {},
      ["'state_step'", "one float32"]),
+    ("elementwise_program", [((3,), F32)] * 2, [((3,), F32)], {"program": "i0 i1 foo o0"},
+     ["program", "token 2", "'foo'"]),
+    ("elementwise_program", [((3,), F32)], [((3,), F32)], {"program": "i0 o0 i0 o1"},
+     ["'o1'", "1 output(s)"]),
+    ("elementwise_program", [((2, 3), F32), ((3,), F32)], [((2, 3), F32)],
+     {"program": "i0 i1 add o0"}, ["'xs[1]'", "pre-broadcast"]),
+    ("elementwise_program", [((2, 3), F32)], [((3,), F32)],
+     {"program": "i0 o0", "reduce": "sum", "reduce_axes": (0,)}, ["reduce_axes", "trailing"]),
+    ("elementwise_program", [((2, 3), "int32")], [((2, 3), "int32")], {"program": "i0 o0"},
+     ["int32"]),
+    ("conv2d_bias_act", [((1, 2, 5, 5), F32), ((3, 2, 3, 3), F32), None, None],
+     [((1, 3, 3, 3), F32)], {"activation": "swish"}, ["activation", "'swish'"]),
+    ("conv2d_bias_act", [((1, 2, 5, 5), F32), ((3, 2, 3, 3), F32), None, ((1, 3, 3, 4), F32)],
+     [((1, 3, 3, 3), F32)], {}, ["residual"]),
+    ("gemm_bias_act", [((2, 3), F32), ((3, 4), F32), ((5,), F32), None], [((2, 4), F32)], {},
+     ["bias"]),
+    ("gemm_bias_act", [((2, 2, 3), F32), ((3, 4), F32), None, None], [((2, 4), F32)], {},
+     ["2-D"]),
     ("copy", [((2, 3), F32, (3, -1))], [((2, 3), F32)], {}, ["strides[1]", ">= 0"]),
     ("copy", [((2, -3), F32, (3, 1))], [((2, 3), F32)], {}, ["shape[1]", ">= 0"]),
 ]
@@ -392,6 +420,26 @@ def test_table_matches_op_set(lib: C.CDLL, api: Api) -> None:
         call = Call(ins, outs, defaults(op.name)[:-1] if op.attrs else [("extra", 1)])
         code, msg = api.take(lib.unidev_cuda_check_args(op.name.encode(), C.byref(call.args)))
         assert code == INVALID and "attributes" in msg, f"{op.name}: {msg}"
+
+
+def test_abi_1_2_kernel_compile_validates_programs(lib: C.CDLL) -> None:
+    """kernel_compile (ABI 1.2) has no specialization to give (one interpreter runs every
+    program): NULL for valid programs and other ops, a refusal naming the token otherwise."""
+    from unidev.conformance import abi
+
+    lib.unidev_get_api.restype = C.c_void_p
+    table = abi.Api(lib.unidev_get_api())
+    assert (table.table.abi_minor, table.table.struct_size) == (2, abi.SIZE_1_2)
+    attrs = [(a.name, a.type, a.default) for a in opset.get("elementwise_program").attrs]
+    good = [("program", "str", "i0 i7 mul s3 r3 o0 r3 o1")] + attrs[1:]
+    assert table.compile("elementwise_program", "float32", good) is None
+    assert table.compile("conv2d_bias_act", "float32", []) is None
+    for text, word in [("i0 foo o0", "foo"), ("i0 o0 o1", "o1"), ("c1e5x o0", "c1e5x")]:
+        with pytest.raises(abi.PluginError) as err:
+            table.compile("elementwise_program", "float64", [("program", "str", text)] + attrs[1:])
+        assert err.value.code_name == "INVALID_ARGUMENT" and word in err.value.message
+    with pytest.raises(abi.PluginError, match="attributes"):
+        table.compile("elementwise_program", "float32", good[:1])
 
 
 def test_extent_overflow_is_refused(lib: C.CDLL, api: Api) -> None:
@@ -509,3 +557,15 @@ def test_gpu_freed_handle_is_refused(gpu) -> None:
     _dev(np.ones(64, np.float32))  # the pool likely hands the freed block out again
     with pytest.raises(UnknownHandleError):
         ops.copy(x)
+
+
+@pytest.mark.parametrize("op", ["elementwise_program", "conv2d_bias_act", "gemm_bias_act"])
+def test_gpu_tier4_conformance_cases(gpu, op: str) -> None:
+    """Every tier-4 conformance case (both dtypes) on the GPU against the numpy reference."""
+    from unidev.conformance import cases
+    from unidev.conformance.runner import run_case
+
+    for dtype in opset.get(op).dtypes:
+        for case in cases.cases_for(op, dtype):
+            outcome = run_case(op, dtype, case, "cuda:0")
+            assert outcome.ok, outcome.message

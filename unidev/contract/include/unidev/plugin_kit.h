@@ -247,7 +247,8 @@ static inline const char* ud_kit_input_name(const UD_OpInfo* o, int32_t num_inpu
                                             char* buf, size_t n) {
   const int v = o->variadic_input, extra = num_inputs - o->num_inputs;
   if (v < 0 || i < v) return o->input_names[i];
-  if (i > v + extra) return o->input_names[i - extra];
+  if (i > v + extra) /* bounded again so that inlining for one op proves the index in range */
+    return i - extra < o->num_inputs ? o->input_names[i - extra] : "?";
   snprintf(buf, n, "%s[%d]", o->input_names[v], i - v);
   return buf;
 }
