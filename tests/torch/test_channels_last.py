@@ -79,7 +79,7 @@ for name, fmt in (("channels_last", CL), ("nchw", torch.contiguous_format)):
                  "weight_diff": max((wc[k].double() - wd[k].double()).abs().max().item()
                                     for k in wc)}
 
-# elementwise results take the inputs' memory format as TensorIterator does on the CPU
+# elementwise (and pad, cat) results take the inputs' memory format as on the CPU
 a = torch.randn(2, 5, 4, 3).contiguous(memory_format=CL)
 b = torch.randn(2, 5, 4, 3)
 bias = torch.randn(5, 1, 1)
@@ -88,7 +88,10 @@ cases = {"relu": lambda a, b: torch.relu(a), "cl+cl": lambda a, b: a + a * 2,
          "cl+bias": lambda a, b: a + bias.to(a.device), "cl*scalar": lambda a, b: a * 0.5,
          "nchw+cl": lambda a, b: b + a, "cl+nchw": lambda a, b: a - b,
          "t+plain": lambda a, b: t2.to(a.device) + torch.ones(7, 6, device=a.device),
-         "threshold": lambda a, b: torch.ops.aten.threshold_backward(a, a, 0.0)}
+         "threshold": lambda a, b: torch.ops.aten.threshold_backward(a, a, 0.0),
+         "pad": lambda a, b: F.pad(a, (1, 1, 2, 0)), "cat": lambda a, b: torch.cat([a, a], 1),
+         "se": lambda a, b: a * torch.sigmoid(a.mean((2, 3), keepdim=True)),
+         "max_pool_3x3s2": lambda a, b: F.max_pool2d(a, 3, 2, 1)}
 out["elementwise"] = {}
 ext.reset_op_counts()
 for k, fn in cases.items():

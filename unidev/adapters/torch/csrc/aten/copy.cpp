@@ -226,7 +226,8 @@ Tensor k_pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
     pads[2 * d + 1] = pad[2 * k + 1];
     shape[d] += pad[2 * k] + pad[2 * k + 1];
   }
-  Tensor y = at::empty(shape, x.options());
+  // torch CPU's constant_pad_nd keeps the input's memory format
+  Tensor y = at::empty(shape, x.options().memory_format(x.suggest_memory_format()));
   if (y.numel() > 0)
     call(ROW_OP, x.scalar_type(), {desc(x)}, {desc(y)},
          Attrs(ROW_OP).ints(0, pads).f(1, value.toDouble()), x.device().index());
