@@ -85,30 +85,19 @@ class _Writer:
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def u8(self, v: int) -> None:
-        self.parts.append(struct.pack("<B", v))
-
-    def u32(self, v: int) -> None:
-        self.parts.append(struct.pack("<I", v))
-
-    def u64(self, v: int) -> None:
-        self.parts.append(struct.pack("<Q", v))
-
-    def i64s(self, vs) -> None:
-        self.parts.append(struct.pack(f"<{len(vs)}q", *vs))
+    def pack(self, fmt: str, *values) -> None:
+        self.parts.append(struct.pack("<" + fmt, *values))
 
     def str(self, s: str) -> None:
         b = s.encode()
-        self.u32(len(b))
+        self.pack("I", len(b))
         self.parts.append(b)
 
     def ref(self, t: TensorRef) -> None:
-        self.u32(t.buffer)
+        self.pack("I", t.buffer)
         self.str(t.dtype)
-        self.u32(len(t.shape))
-        self.i64s(t.shape)
-        self.i64s(t.strides)
-        self.i64s((t.offset,))
+        n = len(t.shape)
+        self.pack(f"I{2 * n + 1}q", n, *t.shape, *t.strides, t.offset)
 
 
 def to_bytes(plan: Plan) -> bytes:
@@ -117,62 +106,55 @@ def to_bytes(plan: Plan) -> bytes:
     w.str(plan.key)
     w.str(plan.plugin)
     w.str(json.dumps(plan.meta, sort_keys=True, default=str))
-    w.u64(plan.arena_bytes)
+    w.pack("Q", plan.arena_bytes)
     data = bytearray()
-    w.u32(len(plan.consts))
+    w.pack("I", len(plan.consts))
     for c in plan.consts:
         c = np.ascontiguousarray(c)
         data += bytes(-len(data) % ALIGN)
         w.str(dtypes.from_numpy(c.dtype))
-        w.u32(c.ndim)
-        w.i64s(c.shape)
-        w.u64(len(data))
-        w.u64(c.nbytes)
+        w.pack(f"I{c.ndim}qQQ", c.ndim, *c.shape, len(data), c.nbytes)
         data += c.tobytes()
-    w.u32(len(plan.buffers))
+    w.pack("I", len(plan.buffers))
     for b in plan.buffers:
         if b.kind not in _KINDS:
             raise InvalidArgumentError(f"buffer {b.index}: kind {b.kind!r}, expected one of "
                                        f"{BUFFER_KINDS}")
-        w.u8(_KINDS[b.kind])
-        w.i64s((b.slot,))
-        w.u64(b.nbytes)
-        w.u64(b.offset)
+        w.pack("BqQQ", _KINDS[b.kind], b.slot, b.nbytes, b.offset)
     for refs in (plan.inputs, plan.outputs):
-        w.u32(len(refs))
+        w.pack("I", len(refs))
         for t in refs:
             w.ref(t)
-    w.u32(len(plan.steps))
+    w.pack("I", len(plan.steps))
     for s in plan.steps:
         w.str(s.op)
         w.str(s.dtype)
         w.str(s.node)
-        w.u32(len(s.inputs))
+        w.pack("I", len(s.inputs))
         for t in s.inputs:
-            w.u8(t is not None)
+            w.pack("B", t is not None)
             if t is not None:
                 w.ref(t)
-        w.u32(len(s.outputs))
+        w.pack("I", len(s.outputs))
         for t in s.outputs:
             w.ref(t)
-        w.u32(len(s.attrs))
+        w.pack("I", len(s.attrs))
         for name, kind, value in s.attrs:
             if kind not in _ATTR_TYPES:
                 raise InvalidArgumentError(f"node '{s.node}' ({s.op}): attribute '{name}' has "
                                            f"type {kind!r}, expected one of {_ATTR_TYPES}")
             w.str(name)
-            w.u8(_ATTR_TYPES.index(kind))
+            w.pack("B", _ATTR_TYPES.index(kind))
             if kind == "int":
-                w.i64s((int(value),))
+                w.pack("q", int(value))
             elif kind == "float":
-                w.parts.append(struct.pack("<d", float(value)))
+                w.pack("d", float(value))
             elif kind == "bool":
-                w.u8(bool(value))
+                w.pack("B", bool(value))
             elif kind == "str":
                 w.str(value)
             else:
-                w.u32(len(value))
-                w.i64s(tuple(int(v) for v in value))
+                w.pack(f"I{len(value)}q", len(value), *(int(v) for v in value))
     meta = b"".join(w.parts)
     body = meta + bytes(data)
     header = HEADER.pack(MAGIC, VERSION, 0, len(meta), len(data), zlib.crc32(body), 0x01020304, 0)
