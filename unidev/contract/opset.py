@@ -411,8 +411,8 @@ _TABLE += [
              "y = act(conv2d(x, weight) + bias[None, :, None, None] + residual): conv2d's "
              "inputs and attributes, bias [K], residual [N, K, OH, OW] (any strides) added "
              "before the activation (ResNet's relu(bn(conv) + identity)); `activation` as in "
-             "opset.ACTIVATIONS. Accumulates like conv2d; the epilogue runs on the accumulated "
-             "value, rounded once to the dtype."),
+             "opset.ACTIVATIONS. Accumulates like conv2d; the epilogue may run on the "
+             "accumulator or on the result rounded to the dtype."),
     OpSchema("gemm_bias_act", 4,
              (Input("a"), Input("b"), Input("bias", optional=True),
               Input("residual", optional=True)),
