@@ -89,6 +89,7 @@ def test_symbolic_batch_dim_and_specialize():
         g.call("sum", g.call("transpose", flat, perm=(1, 0)).reshape(-1, 8))
     s = g.specialize(N=2)
     assert s.outputs[0].shape == (2, 256)
+    assert next(iter(s.consts.values())) is next(iter(g.consts.values()))  # shared, read-only
     x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
     (a,) = evaluate(s, [x])
     (b,) = evaluate(g, [x])

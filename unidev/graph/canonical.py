@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import weakref
 
 from .ir import Graph, Node, Value, type_str
 
@@ -14,11 +15,22 @@ def _h(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
+_HASHED: dict[int, tuple[weakref.ref, str]] = {}
+
+
 def const_hash(data) -> str:
-    """Content hash of a constant (dtype, shape, bytes)."""
+    """Content hash of a constant (dtype, shape, bytes), remembered per graph-owned array
+    (read-only, so it cannot change): keying a graph with big weights again costs nothing."""
+    known = _HASHED.get(id(data))
+    if known is not None and known[0]() is data:
+        return known[1]
     h = hashlib.sha256(f"{data.dtype.str}{data.shape}".encode())
     h.update(data.tobytes(order="C"))
-    return h.hexdigest()[:16]
+    digest = h.hexdigest()[:16]
+    if not data.flags.writeable:
+        key = id(data)
+        _HASHED[key] = (weakref.ref(data, lambda _: _HASHED.pop(key, None)), digest)
+    return digest
 
 
 def attr_items(node: Node) -> list[tuple[str, object]]:

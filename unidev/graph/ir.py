@@ -228,6 +228,11 @@ class Graph:
         """A constant (copied, read-only); keyed by content, not by name."""
         data = np.array(array, copy=True)
         data.setflags(write=False)
+        return self._const(data, name)
+
+    def _const(self, data: np.ndarray, name: str | None) -> Value:
+        """A constant from an array a graph already owns (read-only, never written): copies
+        and specializations share it, and its content hash is computed once."""
         v = Value(self, self._fresh(name, "c"), tuple(int(d) for d in data.shape),
                   _dtypes.from_numpy(data.dtype), "const")
         self.consts[v] = data
@@ -507,7 +512,7 @@ class Graph:
         for v in self.inputs:
             m[v] = g.input(v.shape, v.dtype, v.name)
         for v, data in self.consts.items():
-            m[v] = g.const(data, v.name)
+            m[v] = g._const(data, v.name)
         for n in self.order():
             c = Node(g._fresh(n.name, "n"), n.op, [m.get(v) for v in n.inputs], dict(n.attrs))
             c.targets = list(n.targets)
@@ -529,7 +534,7 @@ class Graph:
         for v in self.inputs:
             m[v] = g.input(bind(v.shape), v.dtype, v.name)
         for v, data in self.consts.items():
-            m[v] = g.const(data, v.name)
+            m[v] = g._const(data, v.name)
         for n in self.order():
             attrs = dict(n.attrs)
             if n.op in ("reshape", "expand"):
