@@ -30,7 +30,8 @@ int ud_x86_layout4(const UD_Tensor* t) {
 }
 
 static atomic_llong g_counters[UD_X86_NUM_COUNTERS];
-static const char* const g_counter_names[UD_X86_NUM_COUNTERS] = {"layout_copies"};
+static const char* const g_counter_names[UD_X86_NUM_COUNTERS] = {
+    "layout_copies", "program_compiles", "program_disk_hits", "program_rebuilds", "program_no_jit"};
 
 void ud_x86_count(int counter) { atomic_fetch_add(&g_counters[counter], 1); }
 

@@ -20,10 +20,6 @@
 #include "x86.h"
 
 #define OP "elementwise_program"
-/* kernel_compile's counters: to move to x86.h's debug counters (requested from their owner) */
-enum { UD_X86_PROGRAM_COMPILES, UD_X86_PROGRAM_DISK_HITS, UD_X86_PROGRAM_REBUILDS, UD_X86_PROGRAM_NO_JIT };
-static long g_program_counts[4];
-#define ud_x86_count(c) __atomic_add_fetch(&g_program_counts[c], 1, __ATOMIC_RELAXED)
 enum { MAX_STACK = UD_PROGRAM_MAX_STACK, MAX_REG = UD_PROGRAM_MAX_REGISTERS, TILE = 1024,
        MAX_IN = UD_PROGRAM_MAX_INPUTS, MAX_OUT = UD_PROGRAM_MAX_OUTPUTS };
 static const char* const g_expr[UD_PROG_COUNT] = { /* by UD_PROG_* id (ops.h) */
@@ -203,19 +199,23 @@ static UD_Error* run_compiled(const UD_KernelArgs* a, void* c) { return run_prog
 #define UD_X86_BUILD_ISPC ""
 #endif
 #define WARN(...) fprintf(stderr, "unidev-x86: " OP ": " __VA_ARGS__)
+#define FNV0 0xcbf29ce484222325ull
 typedef struct { char magic[8]; uint64_t key, size, hash; } Trailer;
-static const char g_magic[8] = "UDPROG1";
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static Compiled* g_compiled;
 static uint64_t fnv(uint64_t h, const void* p, size_t n) {
   for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char*)p)[i]) * 0x100000001b3ull;
   return h;
 }
-static char* slurp(int fd, size_t* n) { /* the whole file, or NULL */
+/* The whole file, or NULL; `private`: only a regular file of ours that nobody else can write. */
+static char* slurp(const char* path, size_t* n, int private) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   struct stat s;
-  char* p = fd < 0 || fstat(fd, &s) ? NULL : malloc((size_t)s.st_size + 1);
+  char* p = fd < 0 || fstat(fd, &s) || !S_ISREG(s.st_mode) || (private && (s.st_uid != getuid()
+            || (s.st_mode & 022))) ? NULL : malloc((size_t)s.st_size + 1);
   if (p && read(fd, p, (size_t)s.st_size) != (ssize_t)s.st_size) free(p), p = NULL;
-  if (p) *n = (size_t)s.st_size;
+  if (p) *n = (size_t)s.st_size, p[*n] = 0;
+  if (fd >= 0) close(fd);
   return p;
 }
 static int private_dir(char* p) { /* p and its parents exist; p is ours, writable by us only */
@@ -224,97 +224,67 @@ static int private_dir(char* p) { /* p and its parents exist; p is ours, writabl
   mkdir(p, 0700);
   return !stat(p, &s) && S_ISDIR(s.st_mode) && s.st_uid == getuid() && !(s.st_mode & 022);
 }
-static int run(char* const* argv, const char* log) { /* argv[0] exits 0; output to `log` */
-  extern char** environ;
-  posix_spawn_file_actions_t fa;
-  pid_t pid;
-  int st = -1;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  const int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  while (!rc && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-  return !rc && WIFEXITED(st) && !WEXITSTATUS(st);
-}
 
 /* The loaded entry at `path` for `key`, or NULL with why (NULL: there is none). */
 static void* load_entry(const char* path, uint64_t key, const char** why) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  struct stat s;
   size_t n = 0;
-  char* data = NULL;
-  Trailer t;
-  void* h = NULL;
-  *why = fd < 0 ? NULL : fstat(fd, &s) || !S_ISREG(s.st_mode) || s.st_uid != getuid() ||
-         (s.st_mode & 022) ? "not a private file of yours" : !(data = slurp(fd, &n)) ||
-         n < sizeof t ? "truncated" : NULL;
-  if (data && !*why) {
-    memcpy(&t, data + n - sizeof t, sizeof t);
-    *why = memcmp(t.magic, g_magic, 8) || t.size != n - sizeof t ? "truncated or not an entry"
-           : t.key != key ? "another program's (foreign)"
-           : fnv(0xcbf29ce484222325ull, data, t.size) != t.hash ? "corrupt (checksum)" : NULL;
-  }
-  if (data && !*why) {
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* by name: glibc reuses a name it has loaded */
-    if (!h || !dlsym(h, "ud_prog_tile") || !dlsym(h, "ud_prog_init") ||
-        !dlsym(h, "ud_prog_kernel")) {
-      *why = "not loadable or missing a symbol";
-      if (h) dlclose(h), h = NULL;
-    }
-  }
-  free(data);
-  if (fd >= 0) close(fd);
+  char* d = slurp(path, &n, 1);
+  Trailer t = {{0}, 0, 0, 0};
+  if (d && n >= sizeof t) memcpy(&t, d + n - sizeof t, sizeof t);
+  *why = !d ? (access(path, F_OK) ? NULL : "unreadable or not a private file of yours")
+       : memcmp(t.magic, "UDPROG1", 8) || t.size != n - sizeof t ? "truncated or not an entry"
+       : t.key != key ? "another program's (foreign)"
+       : fnv(FNV0, d, t.size) != t.hash ? "corrupt (checksum)" : NULL;
+  const int ok = d && !*why;
+  free(d);
+  void* h = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL; /* glibc: a loaded name is reused */
+  if (ok && !(h && dlsym(h, "ud_prog_tile") && dlsym(h, "ud_prog_init") &&
+              dlsym(h, "ud_prog_kernel")))
+    *why = "not loadable or missing a symbol", h = h ? (dlclose(h), NULL) : NULL;
   return h;
 }
 
-/* Compiles `src` into the entry `path` (in dir) for key. */
+/* ispc (and cc: $UNIDEV_CC, else cc) in a private temporary folder; the entry renamed in. */
 static int build(const char* dir, const char* path, uint64_t key, const char* src,
-                 const char* ispc, const char* inc, const char* target) {
-  char tmp[4096], f[5][4096], iflag[4096], tflag[64], out[4096];
+                 const char* ispc, const char* inc, const char* target, const char* arch) {
+  char tmp[4096], f[4200];
   snprintf(tmp, sizeof tmp, "%.3000s/tmp-XXXXXX", dir);
   if (!mkdtemp(tmp)) return 0;
-  const char* names[5] = {"p.ispc", "p.o", "stub.c", "p.so", "log"};
-  for (int i = 0; i < 5; i++) snprintf(f[i], sizeof f[i], "%.3000s/%s", tmp, names[i]);
-  snprintf(iflag, sizeof iflag, "-I%.3000s", inc);
-  snprintf(tflag, sizeof tflag, "--target=%s", target);
-  const char* stub = "typedef void* (*D)(const void*, void*); static D d; static void* c;\n"
-                     "void ud_prog_init(D x, void* y) { d = x; c = y; }\n"
-                     "void* ud_prog_kernel(const void* a) { return d(a, c); }\n";
+  snprintf(f, sizeof f, "%s/p.ispc", tmp);
+  FILE* o = fopen(f, "w");
+  int ok = o && fputs(src, o) >= 0;
+  ok = o && !fclose(o) && ok;
   const char* cc = getenv("UNIDEV_CC") && *getenv("UNIDEV_CC") ? getenv("UNIDEV_CC") : "cc";
-  char* ic[] = {(char*)ispc, tflag, "--pic", "--addressing=64", "--woff", "-O2", iflag,
-#ifdef __aarch64__
-                "--arch=aarch64",
-#endif
-                f[0], "-o", f[1], NULL};
-  char* lc[] = {(char*)cc, "-shared", "-O2", "-fPIC", "-o", f[3], f[2], f[1], NULL};
-  FILE *a = fopen(f[0], "w"), *b = fopen(f[2], "w");
-  int ok = a && b && fputs(src, a) >= 0 && fputs(stub, b) >= 0;
-  ok = (a && !fclose(a)) & (b && !fclose(b)) & ok && run(ic, f[4]) && run(lc, f[4]);
+  char* argv[] = { /* the paths reach the shell as its arguments, never as code */
+      "/bin/sh", "-c", "cd \"$1\" && printf '%s' \"$6\" > stub.c && \"$2\" --target=\"$3\" $7 "
+      "--pic --addressing=64 --woff -O2 -I\"$4\" p.ispc -o p.o > log 2>&1 && \"$5\" -shared -O2 "
+      "-fPIC -o p.so stub.c p.o >> log 2>&1", "sh", tmp, (char*)ispc, (char*)target, (char*)inc,
+      (char*)cc, "typedef void* (*D)(const void*, void*); static D d; static void* c;\n"
+      "void ud_prog_init(D x, void* y) { d = x; c = y; }\n"
+      "void* ud_prog_kernel(const void* a) { return d(a, c); }\n", (char*)arch, NULL};
+  extern char** environ;
+  pid_t pid;
+  int st = -1;
+  ok = ok && !posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+  while (ok && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   size_t n = 0;
-  const int so = open(f[3], O_RDONLY | O_CLOEXEC);
-  char* data = ok ? slurp(so, &n) : NULL;
-  if (so >= 0) close(so);
-  if (!data) {
-    const int lf = open(f[4], O_RDONLY | O_CLOEXEC);
-    char* log = slurp(lf, &n);
-    if (lf >= 0) close(lf);
-    WARN("compiling the generated kernel failed (%s, %s):\n%.*s\n", ispc, cc, log ? (int)n : 0,
-         log ? log : "");
-    free(log);
-  } else {
-    Trailer t = {"", key, n, fnv(0xcbf29ce484222325ull, data, n)};
-    memcpy(t.magic, g_magic, 8);
-    snprintf(out, sizeof out, "%.3000s.XXXXXX", path);
-    const int fd = mkstemp(out);
+  snprintf(f, sizeof f, "%s/%s", tmp, ok && WIFEXITED(st) && !WEXITSTATUS(st) ? "p.so" : "log");
+  char* data = slurp(f, &n, 0);
+  ok = ok && WIFEXITED(st) && !WEXITSTATUS(st) && data;
+  if (!ok) WARN("compiling the generated kernel failed (%s, %s):\n%s\n", ispc, cc, data ? data : "");
+  if (ok) {
+    Trailer t = {"UDPROG1", key, n, fnv(FNV0, data, n)};
+    snprintf(f, sizeof f, "%.3000s.XXXXXX", path);
+    const int fd = mkstemp(f);
     ok = fd >= 0 && write(fd, data, n) == (ssize_t)n && write(fd, &t, sizeof t) == sizeof t;
-    ok = fd >= 0 && !close(fd) && ok && !rename(out, path);
-    if (!ok) unlink(out);
-    free(data);
+    ok = fd >= 0 && !close(fd) && ok && !rename(f, path);
+    if (!ok) unlink(f);
   }
-  for (int i = 0; i < 5; i++) unlink(f[i]);
+  free(data);
+  const char* names[] = {"p.ispc", "stub.c", "p.o", "p.so", "log"};
+  for (int i = 0; i < 5; i++) snprintf(f, sizeof f, "%s/%s", tmp, names[i]), unlink(f);
   rmdir(tmp);
-  return ok && data;
+  return ok;
 }
 
 /* One loop body: the inputs' loads, a value per token (registers and constants are names), then
@@ -373,67 +343,71 @@ static char* generate(const Prog* P, int dt, size_t* len) {
   return fclose(f) ? (free(src), NULL) : src;
 }
 
+/* ISPC as plugins/x86/cmake/ispc.py finds it ($UNIDEV_ISPC, PATH, the provisioned one), then the
+ * one this library was built with. */
+static int find_ispc(char* out, const char* root) {
+  const char* u = getenv("UNIDEV_ISPC");
+  if (u && *u) return snprintf(out, 4096, "%.3000s", u), !access(out, X_OK);
+  for (const char* p = getenv("PATH") ? getenv("PATH") : ""; *p; p += *p == ':') {
+    const size_t l = strcspn(p, ":");
+    snprintf(out, 4096, "%.*s/ispc", (int)(l < 3000 ? l : 3000), p);
+    if (l && !access(out, X_OK)) return 1;
+    p += l;
+  }
+  snprintf(out, 4096, "%.3000s/ispc/bin/ispc", root);
+  if (access(out, X_OK)) snprintf(out, 4096, "%.3000s", UD_X86_BUILD_ISPC);
+  return *out && !access(out, X_OK);
+}
+
 /* The generated kernel of c's program, or NULL (warned) when there is no ISPC, no private cache
  * or the build fails: the caller then uses the interpreter. */
 static UD_KernelFn compile_program(Compiled* c) {
   char root[4096], dir[4096], ispc[4096], inc[4096], path[4096];
   const char *e = getenv("UNIDEV_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *why = NULL;
-  if (e && *e) snprintf(root, sizeof root, "%.2000s", e);
-  else snprintf(root, sizeof root, "%.2000s%s/unidev", x && *x ? x : getenv("HOME") ? getenv("HOME") :
-                "/nonexistent", x && *x ? "" : "/.cache");
+  if (e && *e) snprintf(root, sizeof root, "%.3000s", e); /* unidev/core/cache.py's root */
+  else if (x && *x) snprintf(root, sizeof root, "%.3000s/unidev", x);
+  else snprintf(root, sizeof root, "%.3000s/.cache/unidev", getenv("HOME") ? getenv("HOME") : "");
   snprintf(dir, sizeof dir, "%.3000s/programs", root);
   if (!private_dir(root) || !private_dir(dir))
     return WARN("cache %s is not a private folder of yours; interpreting\n", dir), NULL;
-  int found = 0; /* ISPC as plugins/x86/cmake/ispc.py finds it, then the one it was built with */
-  const char *u = getenv("UNIDEV_ISPC"), *p = getenv("PATH");
-  if (u && *u) found = snprintf(ispc, sizeof ispc, "%.3000s", u), found = !access(ispc, X_OK);
-  for (p = u && *u ? "" : p ? p : ""; !found && *p; p += *p == ':') {
-    const size_t l = strcspn(p, ":");
-    snprintf(ispc, sizeof ispc, "%.*s/ispc", (int)(l < 3000 ? l : 3000), p);
-    found = l && !access(ispc, X_OK), p += l;
-  }
-  for (int i = 0; i < 2 && !found && !(u && *u); i++)
-    snprintf(ispc, sizeof ispc, "%.3000s%s", i ? UD_X86_BUILD_ISPC : root, i ? "" : "/ispc/bin/ispc"),
-        found = *ispc && !access(ispc, X_OK);
-  if (!found) return WARN("no ISPC (UNIDEV_ISPC, PATH, %s/ispc/bin/ispc); interpreting\n", root), NULL;
+  if (!find_ispc(ispc, root))
+    return WARN("no ISPC ($UNIDEV_ISPC, PATH, %s/ispc/bin/ispc); interpreting\n", root), NULL;
   Dl_info info; /* the headers: installed next to the library, else the source tree's */
-  snprintf(inc, sizeof inc, "%.3000s", dladdr((void*)compile_program, &info) && info.dli_fname ?
-           info.dli_fname : "");
+  snprintf(inc, sizeof inc, "%.3000s", dladdr((void*)find_ispc, &info) ? info.dli_fname : "");
   snprintf(strrchr(inc, '/') ? strrchr(inc, '/') : inc, 16, "/ispc");
   snprintf(path, sizeof path, "%.3000s/program.isph", inc);
   if (access(path, R_OK)) snprintf(inc, sizeof inc, "%.3000s", UD_X86_ISPC_DIR);
 #ifdef __aarch64__
-  const char* target = "neon-i32x4";
+  const char *target = "neon-i32x4", *arch = "--arch=aarch64";
 #else
-  __builtin_cpu_init();
-  const char* target = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512cd") ? "avx512skx-x16" : "avx2-i32x8";
+  const char *target = "avx2-i32x8", *arch = "";
+  __builtin_cpu_init(); /* ISPC's avx512skx: F, CD, BW, DQ, VL */
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    target = "avx512skx-x16";
 #endif
   size_t n = 0;
   char* src = generate(&c->prog, c->dt, &n);
-  if (!src) return NULL;
   struct stat s = {0};
   stat(ispc, &s);
-  uint64_t key = fnv(fnv(fnv(0xcbf29ce484222325ull, src, n), target, strlen(target)), ispc, strlen(ispc));
-  key = fnv(fnv(key, &s.st_size, sizeof s.st_size), &s.st_mtime, sizeof s.st_mtime);
+  uint64_t key = fnv(fnv(fnv(fnv(FNV0, src, n), target, strlen(target)), ispc, strlen(ispc)),
+                     &s.st_size, sizeof s.st_size);
+  key = fnv(key, &s.st_mtime, sizeof s.st_mtime);
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%.3000s/%s", inc, i ? "common.isph" : "program.isph");
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t hn = 0;
-    char* h = slurp(fd, &hn);
-    if (fd >= 0) close(fd);
-    key = h ? fnv(key, h, hn) : key;
+    char* h = slurp(path, &n, 0);
+    key = h ? fnv(key, h, n) : key;
     free(h);
   }
   snprintf(path, sizeof path, "%.3000s/%016llx.so", dir, (unsigned long long)key);
-  void* h = load_entry(path, key, &why);
-  if (h) ud_x86_count(UD_X86_PROGRAM_DISK_HITS);
+  void* h = src ? load_entry(path, key, &why) : NULL;
+  ud_x86_count(h ? UD_X86_PROGRAM_DISK_HITS : UD_X86_PROGRAM_COMPILES);
   if (!h && why) WARN("cache entry %s is %s; rebuilding it\n", path, why);
   if (!h && why) ud_x86_count(UD_X86_PROGRAM_REBUILDS);
-  if (!h) ud_x86_count(UD_X86_PROGRAM_COMPILES);
-  if (!h && build(dir, path, key, src, ispc, inc, target) && !(h = load_entry(path, key, &why)))
-    WARN("the entry %s just built is %s\n", path, why);
+  if (src && !h && build(dir, path, key, src, ispc, inc, target, arch) &&
+      !(h = load_entry(path, key, &why)))
+    WARN("the entry %s just built is %s\n", path, why ? why : "missing");
   free(src);
   if (!h) return NULL;
   ((void (*)(void*, void*))dlsym(h, "ud_prog_init"))((void*)run_compiled, c);

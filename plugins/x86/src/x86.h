@@ -101,7 +101,8 @@ void ud_x86_fill_view(const UD_Tensor* dst, double value);
 enum { UD_X86_NCHW, UD_X86_NHWC, UD_X86_OTHER };
 int ud_x86_layout4(const UD_Tensor* t);
 /* Debug counters, read by unidev_x86.debug_counters() through ud_x86_debug_counter(name). */
-enum { UD_X86_LAYOUT_COPIES, UD_X86_NUM_COUNTERS };
+enum { UD_X86_LAYOUT_COPIES, UD_X86_PROGRAM_COMPILES, UD_X86_PROGRAM_DISK_HITS, /* src/program.c */
+       UD_X86_PROGRAM_REBUILDS, UD_X86_PROGRAM_NO_JIT, UD_X86_NUM_COUNTERS };
 void ud_x86_count(int counter);
 /* t itself when it already is dense in `layout` (or empty), else a dense copy in it (of t's
  * contents when copy_in), counted in layout_copies; unstage copies it back when copy_out and

@@ -352,7 +352,7 @@ def test_bounds_errors_name_the_variadic_element(api) -> None:
 def test_mem_device_abi_1_1(api) -> None:
     """ABI 1.1 table; mem_device: the one device owns [base, base + size) of every live
     allocation, nothing past its end, nothing once freed."""
-    assert (api.table.abi_minor, api.table.struct_size) == (1, abi.SIZE_1_1)
+    assert (api.table.abi_minor, api.table.struct_size) == (2, abi.SIZE_1_2)  # 1.2: + kernel_compile
     h = api.alloc(0, 0, 100)  # 64-byte aligned: h + 100 lies in no allocation
     assert [api.mem_device(h + off) for off in (0, 1, 99)] == [0, 0, 0]
     z = api.alloc(0, 0, 0)
