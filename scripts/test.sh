@@ -7,4 +7,5 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import unidev._C" 2>/dev/
   echo "scripts/test.sh: no working .venv yet; running scripts/setup.sh first (without the demo)"
   UNIDEV_SKIP_DEMO=1 bash scripts/setup.sh
 fi
-exec .venv/bin/python -m pytest -q "$@"
+# the slowest tests are listed so that CI time (30 min on 2 cores) stays visible
+exec .venv/bin/python -m pytest -q --durations=25 "$@"
