@@ -16,6 +16,14 @@
 
 #include "aten.h"
 
+namespace at::native {
+std::tuple<Tensor, Tensor, Tensor> math_group_norm(const Tensor& input,
+                                                   const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias, int64_t N,
+                                                   int64_t C, int64_t HxW, int64_t group,
+                                                   double eps);
+}  // namespace at::native
+
 namespace unidev_torch {
 namespace {
 
@@ -78,11 +86,25 @@ void record_stream(Tensor& self, c10::Stream s) {
   device_allocator()->recordStream(self.storage().data_ptr(), s);
 }
 
+// torch's composite native_group_norm (math_group_norm, exported by libtorch_cpu but not in its
+// headers) views its input, which fails for channels-last ("view size is not compatible"):
+// such an input runs through it contiguous and the result returns to the input's format, as
+// torch CPU's kernel gives it.
+std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& x, const std::optional<Tensor>& w,
+                                              const std::optional<Tensor>& b, c10::SymInt n,
+                                              c10::SymInt c, c10::SymInt hw, int64_t group,
+                                              double eps) {
+  auto [y, mean, rstd] = at::native::math_group_norm(x.contiguous(), w, b, n.guard_int(__FILE__, __LINE__),
+                                                     c.guard_int(__FILE__, __LINE__),
+                                                     hw.guard_int(__FILE__, __LINE__), group, eps);
+  return {x.is_contiguous() ? y : y.contiguous(x.suggest_memory_format()), mean, rstd};
+}
+
 const char* const kInfra[] = {
     "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias",
     "view_as_real", "view_as_complex", "unfold", "_copy_from", "_copy_from_and_resize",
     "resize_", "set_.source_Storage", "set_.source_Storage_storage_offset",
-    "set_.source_Tensor", "_local_scalar_dense", "record_stream"};  // copy.cpp has the copies
+    "set_.source_Tensor", "_local_scalar_dense", "record_stream", "native_group_norm"};  // copy.cpp has the copies
 
 }  // namespace
 
@@ -106,6 +128,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", TORCH_FN(set_source));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));  // metadata, any aliasing
+  m.impl("native_group_norm", TORCH_FN(group_norm));
 }
 
 }  // namespace unidev_torch
