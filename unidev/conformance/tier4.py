@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..contract import opset
 from .cases import BOUNDARY, Case, ViewSpec
+
+if TYPE_CHECKING:
+    from .target import Target
 
 __all__ = ["random_program", "program_cases", "fused_cases", "MALFORMED"]
 
@@ -22,7 +26,7 @@ def _positive(tokens: list[str]) -> list[str]:
     return tokens + ["abs", "c0.5", "add"]  # >= 0.5: a safe log/sqrt/divisor operand
 
 
-def _leaf(rng, n_inputs: int, regs: list[int]) -> list[str]:
+def _leaf(rng: np.random.Generator, n_inputs: int, regs: list[int]) -> list[str]:
     r = rng.random()
     if regs and r < 0.25:
         return [f"r{rng.choice(regs)}"]
@@ -31,11 +35,11 @@ def _leaf(rng, n_inputs: int, regs: list[int]) -> list[str]:
     return [str(rng.choice(_CONSTANTS))]
 
 
-def _leaf_input(rng, n_inputs: int) -> list[str]:
+def _leaf_input(rng: np.random.Generator, n_inputs: int) -> list[str]:
     return [f"i{rng.integers(n_inputs)}"]
 
 
-def _expr(rng, depth: int, n_inputs: int, regs: list[int]) -> list[str]:
+def _expr(rng: np.random.Generator, depth: int, n_inputs: int, regs: list[int]) -> list[str]:
     """Tokens of a random expression over the inputs, bounded and continuous where it matters:
     operators that jump (floor, compares, where's condition) only ever see exact leaf values, so
     a plugin computing intermediates in its dtype cannot land on the other side of a jump."""
@@ -70,7 +74,8 @@ def _expr(rng, depth: int, n_inputs: int, regs: list[int]) -> list[str]:
     return sub() + sub() + cond + ["where"]
 
 
-def random_program(rng, n_inputs: int, n_outputs: int, depth: int = 3) -> str:
+def random_program(rng: np.random.Generator, n_inputs: int, n_outputs: int,
+                   depth: int = 3) -> str:
     """A valid random program: register stores and reuse, then `n_outputs` expressions."""
     tokens: list[str] = []
     regs: list[int] = []
@@ -84,7 +89,7 @@ def random_program(rng, n_inputs: int, n_outputs: int, depth: int = 3) -> str:
     return " ".join(tokens)
 
 
-def _vals(rng, shape, dtype: str) -> np.ndarray:
+def _vals(rng: np.random.Generator, shape: tuple, dtype: str) -> np.ndarray:
     return np.asarray(rng.uniform(-2.0, 2.0, size=shape), dtype)
 
 
@@ -96,7 +101,7 @@ def _case(cid: str, ins: list, program: str, views=None, out_view: str = "contig
     return Case(cid, ins, attrs, views or [ViewSpec()] * len(ins), out_view=out_view)
 
 
-def program_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+def program_cases(op: opset.OpSchema, dtype: str, rng: np.random.Generator) -> Iterator[Case]:
     """elementwise_program: seeded random programs over shapes, broadcasts, views, output
     strides and reductions; then every operator alone, and the special values."""
     shapes = [(), (1,), (7,), (3, 5), (2, 3, 4), (0, 3), (257, 263)] + [(n,) for n in BOUNDARY[:3]]
@@ -159,7 +164,7 @@ def program_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
                 random_program(rng, 9, 5, depth=2))
 
 
-def fused_cases(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
+def fused_cases(op: opset.OpSchema, dtype: str, rng: np.random.Generator) -> Iterator[Case]:
     """conv2d_bias_act and gemm_bias_act over every activation, with and without bias and
     residual, strided inputs and outputs."""
     acts = opset.ACTIVATIONS
@@ -240,12 +245,12 @@ MALFORMED: list[tuple[str, str]] = [
 
 # ---- bad inputs (badinputs group "tier4"): the kernels and kernel_compile refuse them ---------
 
-def claimed(t) -> bool:
+def claimed(t: Target) -> bool:
     """Whether a conformance target covers tier 4 (claimed, --unidev-tier 4 or --unidev-ops)."""
     return any(op.tier == 4 for op in t.ops())
 
 
-def bad_cases(t) -> dict:
+def bad_cases(t: Target) -> dict:
     """name -> case(ctx) for the badinputs child; empty when tier 4 is not claimed."""
     if not claimed(t):
         return {}
