@@ -228,3 +228,21 @@ def test_regions_that_would_feed_each_other_stay_apart():
     g.output(g.call("sub", b, a), m)
     check_pass(g, fuse.fuse_elementwise)
     assert "elementwise_program" in ops(g)
+
+
+def test_epilogue_joins_a_program_where_the_device_lacks_the_fused_op():
+    g = Graph()
+    x = g.input((2, 4, 6, 6))
+    y = g.call("conv2d", x, _w(g, 4, 4, 3, 3), _w(g, 4, seed=1), padding=1)
+    y = g.call("relu", g.call("add", y, x))
+    g.output(y)
+    want = evaluate(g, inputs_for(g))
+    lacks = {"conv2d_bias_act", "gemm_bias_act"}
+    optimize(g, has_kernel=lambda op, dtype: op not in lacks)
+    assert ops(g) == ["conv2d", "elementwise_program"]  # residual + relu in one pass
+    np.testing.assert_allclose(evaluate(g, inputs_for(g))[0], want[0], rtol=1e-5, atol=1e-6)
+    g2 = Graph()
+    x2 = g2.input((3, 5))
+    g2.output(g2.call("relu", g2.call("exp", x2)))
+    optimize(g2, has_kernel=lambda op, dtype: op != "elementwise_program")
+    assert ops(g2) == ["exp", "relu"]  # nothing to run a program: left as it is

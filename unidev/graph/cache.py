@@ -119,9 +119,10 @@ def compile(graph: Any, device: str | Device, *, dims: dict[str, int] | None = N
         from .lower import lower
         from .passes import optimize as run_passes
         g = graph.copy()
+        has_kernel = _has_kernel(dev)
         if optimize:
-            run_passes(g)
-        plan = lower(g, _has_kernel(dev))
+            run_passes(g, has_kernel=has_kernel)
+        plan = lower(g, has_kernel)
         plan.plugin = dev.plugin
         plan.key = gkey
         plan.meta["cache_key"] = key

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...contract import opset
@@ -119,9 +121,11 @@ def _epilogue(g: Graph, anchor: Node, uses, bias_shapes: tuple, bias: Value | No
     return absorbed, bias, residual, act, cur
 
 
-def fuse_epilogues(g: Graph) -> int:
+def fuse_epilogues(g: Graph, has_kernel: Callable[[str, str], bool] | None = None) -> int:
     """conv2d / gemm / 2-D matmul + bias + residual + activation -> conv2d_bias_act /
-    gemm_bias_act (y = act(op + bias + residual), the op set's tier 4)."""
+    gemm_bias_act (y = act(op + bias + residual), the op set's tier 4); only where `has_kernel`
+    (when given) says the device has the fused kernel, so that elsewhere the epilogue joins an
+    elementwise region instead of being unfused at lowering."""
     fused = 0
     uses = g.uses()
     for anchor in list(g.order()):
@@ -153,7 +157,7 @@ def fuse_epilogues(g: Graph) -> int:
             attrs = {"alpha": anchor.attrs.get("alpha", 1.0), "activation": act}
         else:
             continue
-        if not absorbed:
+        if not absorbed or (has_kernel and not has_kernel(op, anchor.outputs[0].dtype)):
             continue
         new = g.node(op, ins, attrs)
         g.replace(last, new.outputs[0])
@@ -437,11 +441,16 @@ def fuse_elementwise(g: Graph) -> int:
     return fused
 
 
-def run(g: Graph, training: bool = False) -> int:
-    """All fusions; batch-norm folding only for inference graphs (training=False)."""
+def run(g: Graph, training: bool = False,
+        has_kernel: Callable[[str, str], bool] | None = None) -> int:
+    """All fusions; batch-norm folding only for inference graphs (training=False). With
+    `has_kernel` (a device's kernel query), only into fused ops the device has."""
     from . import fold
     n = 0
     if not training:
         n += fold_batch_norm(g)
         fold.run(g)
-    return n + fuse_epilogues(g) + fuse_elementwise(g)
+    n += fuse_epilogues(g, has_kernel)
+    if has_kernel is None or any(has_kernel("elementwise_program", d) for d in _FLOATS):
+        n += fuse_elementwise(g)
+    return n
