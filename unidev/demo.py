@@ -69,6 +69,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"\n== ops on {device} ({rec.library.device_properties(0)['name']}) vs numpy")
         for name, diff, ms in _ops_on(device):
             print(f"    {name:<28} max |device - numpy| = {diff:.2e}   {ms:7.2f} ms")
+        print(f"\n== graph mode on {device}: traced from unidev.ops, fused, compiled to a "
+              "native plan")
+        try:
+            from .demos import graph_demo
+
+            graph_demo.run(device)
+        except Exception as exc:  # a plugin without conv/gemm kernels: say so, keep going
+            print(f"    skipped: {type(exc).__name__}: {exc}")
     for extra in _framework_demos():
         extra(args)
     return 0
