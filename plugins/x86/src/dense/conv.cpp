@@ -47,6 +47,8 @@ struct ConvCall {
   ConvShape p{};
   Algo algo = Algo::automatic;
   const UD_Tensor *in0 = nullptr, *in1 = nullptr, *bias = nullptr, *out = nullptr;
+  const UD_Tensor* residual = nullptr;  // conv2d_bias_act: y = act(conv + bias + residual)
+  int act = UD_ACT_NONE;
 };
 
 UD_Error* read_ints(const char* op, const UD_Attr& a, int64_t n, int64_t min, int64_t* v) {
@@ -70,10 +72,12 @@ struct ConvOp {
 #define UD_CONV_OP(K, IN0, IN1, SHAPE)                                                     \
   {UD_OP_##K, UD_IN_##K##_##IN0, UD_IN_##K##_##IN1, SHAPE, UD_ATTR_##K##_STRIDE,           \
    UD_ATTR_##K##_PADDING, UD_ATTR_##K##_DILATION, UD_ATTR_##K##_GROUPS, UD_ATTR_##K##_ALGORITHM}
-const ConvOp kOps[3] = {
+const ConvOp kOps[4] = {
     UD_CONV_OP(CONV2D, X, WEIGHT, -1),
     UD_CONV_OP(CONV2D_BACKWARD_INPUT, GRAD_Y, WEIGHT, UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE),
-    UD_CONV_OP(CONV2D_BACKWARD_WEIGHT, GRAD_Y, X, UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE)};
+    UD_CONV_OP(CONV2D_BACKWARD_WEIGHT, GRAD_Y, X, UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE),
+    UD_CONV_OP(CONV2D_BIAS_ACT, X, WEIGHT, -1)};
+UD_X86_SAME_POS(UD_IN_CONV2D_BIAS, UD_IN_CONV2D_BIAS_ACT_BIAS);
 
 // stride, padding, dilation, groups, algorithm
 UD_Error* read_attrs(ConvCall* c, const ConvOp& k, const UD_Attr* at) {
@@ -195,19 +199,14 @@ struct Staged {
   }
 };
 
+// Activations oneDNN's post-op computes as the op set does: its relu turns nan into 0, its gelu
+// (erf) inf into nan, so those two run in our epilogue pass after the primitive.
+bool dnn_act(int act) { return act != UD_ACT_RELU && act != UD_ACT_GELU; }
+
 template <class T>
-void run(const ConvCall& c) {
-  const int64_t n_out = ud_kit_numel(c.out);
-  if (n_out == 0) return;
-  std::unique_ptr<T[]> bb;
-  const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
-  const bool empty = ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0;
-  const bool nhwc = (c.algo == Algo::onednn || c.algo == Algo::im2col) && !empty &&
-                    ud_x86_layout4(c.in0) == UD_X86_NHWC;
-  Staged st(c, nhwc);
-  if (!st.ok) throw std::bad_alloc();
+void run_conv(const ConvCall& c, const Staged& st, bool empty, bool nhwc, const T* bias, T* o) {
   const UD_Tensor& out = st.s[2].t;
-  T* o = data_ptr<T>(out);
+  const int64_t n_out = ud_kit_numel(&out);
   if (empty) {  // an empty sum: bias or zero
     const int64_t plane = n_out / (out.shape[0] * out.shape[1]);
     for (int64_t i = 0; i < n_out; i++) o[i] = bias ? bias[i / plane % out.shape[1]] : T(0);
@@ -220,7 +219,9 @@ void run(const ConvCall& c) {
     const UD_Tensor& w = c.dir == ConvDir::backward_weight ? out : st.s[1].t;
     int64_t wst[4];  // a dim of extent 1 may have any stride: one that cannot confuse oneDNN
     for (int d = 0; d < 4; d++) wst[d] = w.shape[d] == 1 ? 1 : w.strides[d];
-    if constexpr (std::is_same_v<T, float>) onednn_conv(c.dir, c.p, nhwc, wst, i0, i1, bias, o);
+    if constexpr (std::is_same_v<T, float>)
+      onednn_conv(c.dir, c.p, nhwc, wst, i0, i1, bias, o, dnn_act(c.act) ? c.act : UD_ACT_NONE,
+                  c.residual != nullptr);
 #endif
     return;
   }
@@ -234,12 +235,45 @@ void run(const ConvCall& c) {
   if (c.dir == ConvDir::backward_weight) a.backward_weight(p, i0, i1, o);
 }
 
-UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {
-  const ConvOp& k = kOps[int(dir)];
+template <class T>
+void run(const ConvCall& c) {
+  const int64_t n_out = ud_kit_numel(c.out);
+  if (n_out == 0) return;
+  std::unique_ptr<T[]> bb;
+  const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
+  const bool empty = ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0;
+  const bool nhwc = (c.algo == Algo::onednn || c.algo == Algo::im2col) && !empty &&
+                    ud_x86_layout4(c.in0) == UD_X86_NHWC;
+  Staged st(c, nhwc);
+  if (!st.ok) throw std::bad_alloc();
+  const UD_Tensor& out = st.s[2].t;
+  T* o = data_ptr<T>(out);
+  const bool fused_dnn = c.algo == Algo::onednn && !empty && c.dir == ConvDir::forward;
+  if (c.residual && fused_dnn) {  // oneDNN adds the output's contents (a sum post-op)
+    const UD_Tensor* views[2] = {&out, c.residual};
+    ud_x86_map(nullptr, 2, views, nullptr);
+  }
+  run_conv(c, st, empty, nhwc, bias, o);
+  if (!fused_dnn && (c.residual || c.act != UD_ACT_NONE))
+    epilogue<T>(out, nullptr, c.residual, c.act);
+  else if (fused_dnn && !dnn_act(c.act))
+    epilogue<T>(out, nullptr, nullptr, c.act);
+}
+
+
+// which: a ConvDir, or 3 for conv2d_bias_act (forward, then the epilogue)
+UD_Error* conv_kernel(int which, const UD_KernelArgs* a) {
+  const ConvOp& k = kOps[which];
   const UD_OpInfo* info = ud_op_info(k.op);
+  const ConvDir dir = which == 3 ? ConvDir::forward : ConvDir(which);
   const bool fwd = dir == ConvDir::forward;
   ConvCall c{info->name, dir};
   UD_KIT_TRY(ud_x86_check_args(k.op, a));
+  if (which == 3) {  // the activation, bias and residual against y
+    UD_KIT_TRY(ud_kit_check_epilogue(k.op, a, &c.act));
+    const UD_Tensor& r = a->inputs[UD_IN_CONV2D_BIAS_ACT_RESIDUAL];
+    c.residual = ud_kit_present(&r) ? &r : nullptr;
+  }
   c.in0 = &a->inputs[k.in0], c.in1 = &a->inputs[k.in1], c.out = &a->outputs[0];
   const char* out_name = info->output_names[0];
   UD_KIT_TRY(check_input(c.op, info->input_names[k.in0], *c.in0, 4, nullptr));
@@ -258,7 +292,7 @@ UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {
   if (fwd && ud_kit_present(&b)) {
     UD_KIT_TRY(check_input(c.op, "bias", b, 1, &c.in0->dtype));
     UD_KIT_REQUIRE(b.shape[0] == c.p.k, UD_ERR_INVALID_ARGUMENT,
-                   "conv2d: 'bias' has %lld values, expected %lld", ll(b.shape[0]), ll(c.p.k));
+                   "%s: 'bias' has %lld values, expected %lld", c.op, ll(b.shape[0]), ll(c.p.k));
     c.bias = &b;
   }
   const bool f32 = c.in0->dtype.bits == 32;
@@ -267,21 +301,21 @@ UD_Error* conv_kernel(ConvDir dir, const UD_KernelArgs* a) {
   return by_dtype(c.op, c.in0->dtype, [&](auto t) { run<decltype(t)>(c); });
 }
 
-template <ConvDir dir>
+template <int which>
 UD_Error* conv_entry(const UD_KernelArgs* a) {
-  return conv_kernel(dir, a);
+  return conv_kernel(which, a);
 }
 
 }  // namespace
 }  // namespace ud_dense
 
-using ud_dense::ConvDir;
 using ud_dense::conv_entry;
 using ud_dense::omp_kernel;
 
 extern "C" const UD_X86Kernel ud_x86_conv_kernels[] = {
-    {UD_OP_CONV2D, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::forward>>},
-    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::backward_input>>},
-    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, omp_kernel<conv_entry<ConvDir::backward_weight>>},
+    {UD_OP_CONV2D, UD_X86_FLOAT, omp_kernel<conv_entry<0>>},
+    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, omp_kernel<conv_entry<1>>},
+    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, omp_kernel<conv_entry<2>>},
+    {UD_OP_CONV2D_BIAS_ACT, UD_X86_FLOAT, omp_kernel<conv_entry<3>>},
     {0, 0, nullptr},
 };

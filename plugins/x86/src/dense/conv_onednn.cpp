@@ -17,8 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <tuple>
 #include <unordered_map>
+
+#include <unidev/ops.h>  // UD_ACT_*
 
 namespace ud_dense {
 namespace {
@@ -41,6 +42,7 @@ struct Port {
   memory::desc user;        // plain
   memory buf;               // the primitive's layout; empty when it equals `user`
   dnnl::primitive reorder;  // user -> buf for inputs, buf -> user for the output
+  dnnl::primitive prefill;  // the output's user -> buf, for a sum post-op (the residual)
 };
 
 // ports[0], ports[1]: the inputs, ports[2]: the output.
@@ -59,7 +61,7 @@ struct Plan {
   }
 
   void set_ports(const dnnl::engine& eng, const int (&args)[3], const memory::desc (&plain)[3],
-                 const memory::desc (&want)[3]) {
+                 const memory::desc (&want)[3], bool residual = false) {
     for (int i = 0; i < 3; i++) {
       ports[i].arg = args[i], ports[i].user = plain[i];
       if (want[i] == plain[i]) continue;
@@ -69,11 +71,14 @@ struct Plan {
                                              in ? want[i] : plain[i], user_scratch());
       need(rd.scratchpad_desc());
       ports[i].reorder = dnnl::reorder(rd);
+      if (i == 2 && residual)
+        ports[i].prefill = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plain[i], eng,
+                                                                       want[i], user_scratch()));
     }
   }
 };
 
-using Key = std::tuple<int, bool, bool, std::array<int64_t, 20>>;
+using Key = std::array<int64_t, 25>;
 
 // Never destroyed: no oneDNN object may outlive the library at process exit.
 const dnnl::engine& cpu_engine() {
@@ -86,15 +91,31 @@ std::unique_ptr<Plan> finish(std::unique_ptr<Plan> plan) {
   return plan;
 }
 
+// conv2d_bias_act's epilogue as post-ops: + dst (the residual, placed there first), then act.
+dnnl::primitive_attr fused_attr(int act, bool residual) {
+  static const dnnl::algorithm kAct[] = {
+      dnnl::algorithm::undef,          dnnl::algorithm::eltwise_relu,
+      dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_gelu_tanh,
+      dnnl::algorithm::eltwise_logistic, dnnl::algorithm::eltwise_tanh,
+      dnnl::algorithm::eltwise_swish};
+  dnnl::primitive_attr attr;  // a new one: copies of a dnnl handle share the object
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  if (residual) ops.append_sum(1.0f);
+  if (act > 0) ops.append_eltwise(kAct[act], act == UD_ACT_SILU ? 1.0f : 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias, bool nhwc,
-                                const int64_t* wst) {
+                                const int64_t* wst, int act, bool residual) {
   const dnnl::engine& eng = cpu_engine();
   const auto f32 = memory::data_type::f32;
   const memory::dims x{p.n, p.c, p.h, p.w}, y{p.n, p.k, p.oh, p.ow};
   const memory::dims w =
       p.g > 1 ? memory::dims{p.g, p.kg(), p.cg(), p.r, p.s} : memory::dims{p.k, p.c, p.r, p.s};
-  const tag act = nhwc ? tag::nhwc : tag::nchw;
-  const memory::desc xp(x, f32, act), yp(y, f32, act);
+  const tag layout = nhwc ? tag::nhwc : tag::nchw;
+  const memory::desc xp(x, f32, layout), yp(y, f32, layout);
   const memory::desc wp(w, f32, p.g > 1 ? memory::dims{p.kg() * wst[0], wst[0], wst[1], wst[2],
                                                        wst[3]}
                                         : memory::dims{wst[0], wst[1], wst[2], wst[3]});
@@ -113,11 +134,11 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias, 
     // an empty bias descriptor (optional_arg in dnnl.hpp) disables the bias term
     const dnnl::convolution_forward::primitive_desc pd(
         eng, prop, algo, xa, wa, has_bias ? bp : memory::desc(), ya, st, dil, pl, pr,
-        user_scratch());
+        fused_attr(act, residual));
     plan->conv = dnnl::convolution_forward(pd);
     plan->need(pd.scratchpad_desc());
     plan->set_ports(eng, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, {xp, wp, yp},
-                    {pd.src_desc(), pd.weights_desc(), pd.dst_desc()});
+                    {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, residual);
     plan->bias = pd.bias_desc();
     return finish(std::move(plan));
   }
@@ -142,17 +163,17 @@ std::unique_ptr<Plan> make_plan(ConvDir dir, const ConvShape& p, bool has_bias, 
 }
 
 std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias, bool nhwc,
-                               const int64_t* wst) {
+                               const int64_t* wst, int act, bool residual) {
   static std::mutex mu;
   static auto& cache = *new std::map<Key, std::shared_ptr<Plan>>();  // never destroyed either
-  const Key key{int(dir), has_bias, nhwc,
-                {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw,
-                 p.g, wst[0], wst[1], wst[2], wst[3]}};
+  const Key key{int(dir), has_bias, nhwc, act, residual, p.n,  p.c,  p.h,    p.w,
+                p.k,      p.r,      p.s,  p.oh, p.ow,     p.sh, p.sw, p.ph, p.pw,   p.dh,
+                p.dw,     p.g,      wst[0], wst[1], wst[2], wst[3]};
   static size_t bytes = 0;  // held by the cached plans' blocked buffers
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  std::shared_ptr<Plan> plan = make_plan(dir, p, has_bias, nhwc, wst);
+  std::shared_ptr<Plan> plan = make_plan(dir, p, has_bias, nhwc, wst, act, residual);
   size_t size = size_t(plan->scratch_size);
   for (const Port& port : plan->ports) size += port.buf ? port.buf.get_desc().get_size() : 0;
   // bounded in count and memory; a plan still running elsewhere lives on in its shared_ptr
@@ -165,8 +186,8 @@ std::shared_ptr<Plan> get_plan(ConvDir dir, const ConvShape& p, bool has_bias, b
 }  // namespace
 
 void onednn_conv(ConvDir dir, const ConvShape& p, bool nhwc, const int64_t* wst, const float* in0,
-                 const float* in1, const float* bias, float* out) {
-  std::shared_ptr<Plan> plan = get_plan(dir, p, bias != nullptr, nhwc, wst);
+                 const float* in1, const float* bias, float* out, int act, bool residual) {
+  std::shared_ptr<Plan> plan = get_plan(dir, p, bias != nullptr, nhwc, wst, act, residual);
   std::lock_guard<std::mutex> lock(plan->mu);
   dnnl::stream s(cpu_engine());
   std::unordered_map<int, memory> args;
@@ -181,6 +202,9 @@ void onednn_conv(ConvDir dir, const ConvShape& p, bool nhwc, const int64_t* wst,
                                {DNNL_ARG_SCRATCHPAD, plan->scratch}});
   }
   if (bias) args[DNNL_ARG_BIAS] = memory(plan->bias, cpu_engine(), const_cast<float*>(bias));
+  if (residual && plan->ports[2].buf)
+    plan->ports[2].prefill.execute(s, {{DNNL_ARG_FROM, user[2]}, {DNNL_ARG_TO, plan->ports[2].buf},
+                                       {DNNL_ARG_SCRATCHPAD, plan->scratch}});
   args[DNNL_ARG_SCRATCHPAD] = plan->scratch;
   plan->conv.execute(s, args);
   const Port& dst = plan->ports[2];

@@ -112,6 +112,26 @@ void pack(const UD_Tensor& t, T* dense, bool to_view) {
                t.ndim, t.shape);
 }
 
+// The fused ops' epilogue where no library applies it: t = act(t + bias[i1] + r) over a 2-d or
+// 4-d view t (channels: dim 1) and r of t's shape (or null), in double, rounded once.
+template <class T>
+void epilogue(const UD_Tensor& t, const T* bias, const UD_Tensor* r, int act) {
+  int64_t n[4] = {1, 1, 1, 1}, ts[4] = {0, 0, 0, 0}, rs[4] = {0, 0, 0, 0};
+  for (int d = 0; d < t.ndim; d++) n[d] = t.shape[d], ts[d] = t.strides[d];
+  for (int d = 0; r && d < t.ndim; d++) rs[d] = r->strides[d];
+  T* p = data_ptr<T>(t);
+  const T* q = r ? data_ptr<T>(*r) : nullptr;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n[0]; i++)
+    for (int64_t j = 0; j < n[1]; j++)
+      for (int64_t h = 0; h < n[2]; h++)
+        for (int64_t w = 0; w < n[3]; w++) {
+          T& v = p[i * ts[0] + j * ts[1] + h * ts[2] + w * ts[3]];
+          const double rv = q ? double(q[i * rs[0] + j * rs[1] + h * rs[2] + w * rs[3]]) : 0.0;
+          v = T(ud_kit_activation_f64(act, double(v) + (bias ? double(bias[j]) : 0.0) + rv));
+        }
+}
+
 using ll = long long;  // for printf's %lld
 
 // ndim (when >= 0) and dtype: float32/float64, and equal to `want` when given. The structure of

@@ -118,12 +118,19 @@ void run(const UD_Tensor& a, const UD_Tensor& b, const UD_Tensor* c, const UD_Te
   }
 }
 
-// matmul: a [.., m, k] @ b [.., k, n]; gemm: 2-D, alpha * a @ b + beta * c.
-UD_Error* matmul_kernel(const UD_KernelArgs* args, bool is_gemm) {
-  const char* op = is_gemm ? "gemm" : "matmul";
-  UD_KIT_TRY(ud_x86_check_args(is_gemm ? UD_OP_GEMM : UD_OP_MATMUL, args));
+// matmul: a [.., m, k] @ b [.., k, n]; gemm: 2-D, alpha * a @ b + beta * c; gemm_bias_act:
+// act(alpha * a @ b + bias + residual), the residual as gemm's c (beta 1), then one epilogue pass.
+UD_Error* matmul_kernel(const UD_KernelArgs* args, int id) {
+  const bool is_gemm = id != UD_OP_MATMUL, fused = id == UD_OP_GEMM_BIAS_ACT;
+  const char* op = ud_op_info(id)->name;
+  int act = UD_ACT_NONE;
+  UD_KIT_TRY(ud_x86_check_args(id, args));
+  if (fused) UD_KIT_TRY(ud_kit_check_epilogue(id, args, &act));
   UD_X86_SAME_POS(UD_IN_MATMUL_A, UD_IN_GEMM_A);
   UD_X86_SAME_POS(UD_IN_MATMUL_B, UD_IN_GEMM_B);
+  UD_X86_SAME_POS(UD_IN_GEMM_BIAS_ACT_A, UD_IN_GEMM_A);
+  UD_X86_SAME_POS(UD_IN_GEMM_BIAS_ACT_B, UD_IN_GEMM_B);
+  UD_X86_SAME_POS(UD_ATTR_GEMM_BIAS_ACT_ALPHA, UD_ATTR_GEMM_ALPHA);
   const UD_Tensor &a = args->inputs[UD_IN_GEMM_A], &b = args->inputs[UD_IN_GEMM_B];
   const UD_Tensor& out = args->outputs[UD_OUT_GEMM_OUT];
   UD_KIT_TRY(check_input(op, "a", a, is_gemm ? 2 : -1, nullptr));
@@ -132,26 +139,41 @@ UD_Error* matmul_kernel(const UD_KernelArgs* args, bool is_gemm) {
   UD_KIT_TRY(check_input(op, "b", b, a.ndim, &a.dtype));
   UD_KIT_TRY(check_input(op, "out", out, a.ndim, &a.dtype));
   UD_KIT_TRY(check_shapes(op, a, b, out));
-  const UD_Tensor* c = is_gemm && ud_kit_present(&args->inputs[UD_IN_GEMM_C])
-                           ? &args->inputs[UD_IN_GEMM_C]
-                           : nullptr;
+  const int cpos = fused ? UD_IN_GEMM_BIAS_ACT_RESIDUAL : UD_IN_GEMM_C;
+  const UD_Tensor* c = is_gemm && ud_kit_present(&args->inputs[cpos]) ? &args->inputs[cpos]
+                                                                      : nullptr;
   if (c) {  // unidev.ops broadcasts c to [M, N] (stride 0)
-    UD_KIT_TRY(check_input(op, "c", *c, 2, &a.dtype));
-    UD_KIT_TRY(ud_kit_check_same_shape(op, "c", c, &out));
+    UD_KIT_TRY(check_input(op, fused ? "residual" : "c", *c, 2, &a.dtype));
+    UD_KIT_TRY(ud_kit_check_same_shape(op, fused ? "residual" : "c", c, &out));
   }
+  const UD_Tensor* bias = fused && ud_kit_present(&args->inputs[UD_IN_GEMM_BIAS_ACT_BIAS])
+                              ? &args->inputs[UD_IN_GEMM_BIAS_ACT_BIAS]
+                              : nullptr;
   const double alpha = is_gemm ? args->attrs[UD_ATTR_GEMM_ALPHA].value.f : 1.0;
-  const double beta = is_gemm ? args->attrs[UD_ATTR_GEMM_BETA].value.f : 0.0;
-  return by_dtype(op, a.dtype, [&](auto t) { run<decltype(t)>(a, b, c, out, alpha, beta); });
+  const double beta = fused ? 1.0 : is_gemm ? args->attrs[UD_ATTR_GEMM_BETA].value.f : 0.0;
+  return by_dtype(op, a.dtype, [&](auto t) {
+    using T = decltype(t);
+    run<T>(a, b, c, out, alpha, beta);
+    std::unique_ptr<T[]> bb(bias ? new T[bias->shape[0]] : nullptr);
+    if (bias) pack(*bias, bb.get(), false);
+    if (fused && (bias || act != UD_ACT_NONE)) epilogue<T>(out, bb.get(), nullptr, act);
+  });
 }
 
-UD_Error* k_matmul(const UD_KernelArgs* args) { return matmul_kernel(args, false); }
-UD_Error* k_gemm(const UD_KernelArgs* args) { return matmul_kernel(args, true); }
+template <int id>
+UD_Error* k_matmul(const UD_KernelArgs* args) {
+  return matmul_kernel(args, id);
+}
 
 }  // namespace
 }  // namespace ud_dense
 
+using ud_dense::k_matmul;
+using ud_dense::omp_kernel;
+
 extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
-    {UD_OP_MATMUL, UD_X86_FLOAT, ud_dense::omp_kernel<ud_dense::k_matmul>},
-    {UD_OP_GEMM, UD_X86_FLOAT, ud_dense::omp_kernel<ud_dense::k_gemm>},
+    {UD_OP_MATMUL, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_MATMUL>>},
+    {UD_OP_GEMM, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_GEMM>>},
+    {UD_OP_GEMM_BIAS_ACT, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_GEMM_BIAS_ACT>>},
     {0, 0, nullptr},
 };
