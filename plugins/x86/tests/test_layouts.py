@@ -77,15 +77,20 @@ def _cl(a: np.ndarray) -> unidev.DeviceArray:
                                          DEV).transpose(0, 3, 1, 2)
 
 
+@pytest.mark.parametrize("groups", [1, 8])
 @pytest.mark.parametrize("algorithm", ["onednn", "direct", "im2col"])
-def test_channels_last_conv_by_algorithm(algorithm: str) -> None:
+def test_channels_last_conv_by_algorithm(algorithm: str, groups: int) -> None:
+    # in place but for direct's non-depthwise loops (NCHW: x and y copied)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 8, 9, 6)).astype(np.float32)
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    want = reference.run("conv2d", [x, w], {"padding": (1, 1)})[0]
-    y = unidev.ops.conv2d(_cl(x), unidev.DeviceArray.from_numpy(w, DEV), padding=(1, 1),
-                          algorithm=algorithm, out=_cl(np.zeros_like(want)))
+    w = rng.standard_normal((16, 8 // groups, 3, 3)).astype(np.float32)
+    attrs = {"padding": (1, 1), "groups": groups, "algorithm": algorithm}
+    want = reference.run("conv2d", [x, w], dict(attrs))[0]
+    before = copies()
+    y = unidev.ops.conv2d(_cl(x), unidev.DeviceArray.from_numpy(w, DEV),
+                          out=_cl(np.zeros_like(want)), **attrs)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert copies() - before == (2 if algorithm == "direct" and groups == 1 else 0)
 
 
 def test_channels_last_max_pool_bad_index_is_refused() -> None:

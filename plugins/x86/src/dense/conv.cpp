@@ -1,8 +1,9 @@
 // conv.cpp — the three conv2d kernels: argument checks against the op set, the choice of
 // algorithm, and the packing of strided views into the dense buffers the algorithms take.
-// Channels-last activations (strides (H*W*C, 1, W*C, C), src/layout.c) go to "onednn" and
-// "im2col" as they are, and auto sends them there (oneDNN for float32); "direct" and
-// "winograd" take NCHW, so they, and any other strides, get a copy counted in layout_copies.
+// Channels-last activations (strides (H*W*C, 1, W*C, C), src/layout.c) go to "onednn",
+// "im2col" and (depthwise) "direct" as they are, and auto sends them there (oneDNN for
+// float32); other "direct" and "winograd" take NCHW, so they, and any other strides, get a copy
+// counted in layout_copies.
 //
 // The `algorithm` attribute: "onednn", "direct", "im2col", "winograd" or "auto". What "auto"
 // picks (from benchmarks/run.py on the ResNet-18 layers, batch 8, 2 threads; Winograd's 16
@@ -131,8 +132,9 @@ UD_Error* expect_shape(const char* op, const char* arg, const UD_Tensor& t, cons
 
 Algo choose(const ConvCall& c, bool is_f32) {
   const ConvShape& p = c.p;
-  // channels-last: oneDNN's nhwc kernels take it as it is, else im2col (the others take NCHW)
-  if (ud_x86_layout4(c.in0) == UD_X86_NHWC) return kOneDNN && is_f32 ? Algo::onednn : Algo::im2col;
+  // channels-last: oneDNN's nhwc kernels take it as it is, else im2col or (depthwise) direct
+  if (ud_x86_layout4(c.in0) == UD_X86_NHWC)
+    return kOneDNN && is_f32 ? Algo::onednn : p.cg() == 1 ? Algo::direct : Algo::im2col;
   if (kOneDNN && is_f32 && p.cg() == 1) {  // depthwise: see the header
     const bool small = p.h * p.w <= 1024, strided = p.sh > 1 || p.sw > 1;
     const bool dnn = c.dir == ConvDir::forward           ? small
@@ -242,8 +244,9 @@ void run(const ConvCall& c) {
   std::unique_ptr<T[]> bb;
   const T* bias = c.bias ? dense_in<T>(*c.bias, bb) : nullptr;
   const bool empty = ud_kit_numel(c.in0) == 0 || ud_kit_numel(c.in1) == 0;
-  const bool nhwc = (c.algo == Algo::onednn || c.algo == Algo::im2col) && !empty &&
-                    ud_x86_layout4(c.in0) == UD_X86_NHWC;
+  const bool cl_algo = c.algo == Algo::onednn || c.algo == Algo::im2col ||
+                       (c.algo == Algo::direct && c.p.cg() == 1);
+  const bool nhwc = cl_algo && !empty && ud_x86_layout4(c.in0) == UD_X86_NHWC;
   Staged st(c, nhwc);
   if (!st.ok) throw std::bad_alloc();
   const UD_Tensor& out = st.s[2].t;

@@ -9,7 +9,7 @@
 namespace ud_dense {
 
 // x [n, c, h, w], weight [k, c/g, r, s], y [n, k, oh, ow]; symmetric padding. cl: x, y and
-// their gradients are dense channels-last (im2col only; the other algorithms take NCHW).
+// their gradients are dense channels-last (im2col, and direct for depthwise; else NCHW).
 struct ConvShape {
   int64_t n, c, h, w;
   int64_t k, r, s;

@@ -11,6 +11,7 @@
 // adjoint: each phase plane is a stride-1 correlation of grad_y (zero-margined) with that phase's
 // taps, written straight to grad_x's rows; the backward weight dots grad_y with the tap windows.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "conv_algos.h"
@@ -184,8 +185,54 @@ void dw_backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
   }
 }
 
+// Channels-last depthwise (p.cl: x [n, h, w, c], y [n, oh, ow, k], input channel k / kg): one
+// loop along the channels per tap (vectorized at kg = 1), the weight transposed to [r * s, k].
+template <class F>
+void cl_taps(const ConvShape& p, int64_t oh, int64_t ow, F&& f) {
+  for (int64_t r = 0, ih = oh * p.sh - p.ph; r < p.r; r++, ih += p.dh)
+    for (int64_t s = 0, iw = ow * p.sw - p.pw; s < p.s; s++, iw += p.dw)
+      if (ih >= 0 && ih < p.h && iw >= 0 && iw < p.w) f(r * p.s + s, (ih * p.w + iw) * p.c);
+}
+// mode 0: y = conv(x); 1: gx = conv's adjoint applied to gy; 2: gw from gy and x. Images in
+// parallel (grad_w: one partial sum per image, added in order in double).
+template <class T>
+void dw_cl(int mode, const ConvShape& p, const T* a, const T* w, const T* bias, T* out) {
+  const int64_t K = p.k, kg = p.kg(), rs = p.r * p.s, img = p.h * p.w * p.c;
+  std::vector<T> wt(size_t(mode < 2 ? rs * K : 0));  // [r * s, k]
+  for (int64_t i = 0; i < int64_t(wt.size()); i++) wt[size_t(i)] = w[i % K * rs + i / K];
+  std::vector<T> part(size_t(mode == 2 ? p.n * rs * K : 0), T(0));
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t n = 0; n < p.n; n++) {
+    const T* x = mode == 2 ? w + n * img : mode == 0 ? a + n * img : nullptr;  // 2: w is x
+    if (mode == 1) std::fill(out + n * img, out + (n + 1) * img, T(0));
+    for (int64_t o = 0; o < p.oh * p.ow; o++) {
+      T* y = out + (n * p.oh * p.ow + o) * K;
+      const T* g = a + (n * p.oh * p.ow + o) * K;
+      if (mode == 0) for (int64_t k = 0; k < K; k++) y[k] = bias ? bias[k] : T(0);
+      cl_taps(p, o / p.ow, o % p.ow, [&](int64_t t, int64_t at) {
+        const T* v = mode < 2 ? wt.data() + t * K : nullptr;
+        T *acc = part.data() + (n * rs + t) * K, *gxi = out + n * img + at;
+        const T* xi = x + at;
+        auto taps = [&](auto unit) {  // unit: kg == 1, no division (vector loops)
+          auto c = [&](int64_t k) { return decltype(unit)::value ? k : k / kg; };
+          if (mode == 0) for (int64_t k = 0; k < K; k++) y[k] += v[k] * xi[c(k)];
+          if (mode == 1) for (int64_t k = 0; k < K; k++) gxi[c(k)] += v[k] * g[k];
+          if (mode == 2) for (int64_t k = 0; k < K; k++) acc[k] += g[k] * xi[c(k)];
+        };
+        kg == 1 ? taps(std::true_type()) : taps(std::false_type());
+      });
+    }
+  }
+  for (int64_t i = 0; mode == 2 && i < rs * K; i++) {
+    double sum = 0;
+    for (int64_t n = 0; n < p.n; n++) sum += double(part[size_t(n * rs * K + i)]);
+    out[i % K * rs + i / K] = T(sum);
+  }
+}
+
 template <class T>
 void forward(const ConvShape& p, const T* x, const T* w, const T* bias, T* y) {
+  if (p.cl) return dw_cl(0, p, x, w, bias, y);
   if (p.cg() == 1) return dw_forward(p, x, w, bias, y);
   const int64_t cg = p.cg(), kg = p.kg(), plane = p.oh * p.ow, hw = p.h * p.w;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -212,6 +259,7 @@ void forward(const ConvShape& p, const T* x, const T* w, const T* bias, T* y) {
 
 template <class T>
 void backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
+  if (p.cl) return dw_cl(1, p, gy, w, static_cast<const T*>(nullptr), gx);
   // the depthwise adjoint multiplies weights by grad_y's zero margins: exact for finite weights
   if (p.cg() == 1 && std::all_of(w, w + p.k * p.r * p.s, [](T v) { return std::isfinite(v); }))
     return dw_backward_input(p, gy, w, gx);
@@ -240,6 +288,7 @@ void backward_input(const ConvShape& p, const T* gy, const T* w, T* gx) {
 
 template <class T>
 void backward_weight(const ConvShape& p, const T* gy, const T* x, T* gw) {
+  if (p.cl) return dw_cl(2, p, gy, x, static_cast<const T*>(nullptr), gw);
   if (p.cg() == 1) return dw_backward_weight(p, gy, x, gw);
   const int64_t cg = p.cg(), kg = p.kg(), plane = p.oh * p.ow, hw = p.h * p.w;
 #pragma omp parallel for collapse(2) schedule(static)
