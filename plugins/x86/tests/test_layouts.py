@@ -32,7 +32,10 @@ def test_counter_is_exposed() -> None:
 
 
 def _has(op: str, dtype: str) -> bool:
-    return discovery.load("x86").kernel(op, dtype) is not None
+    try:  # at collection: a machine where x86 cannot load fails in the tests that need it
+        return discovery.load("x86").kernel(op, dtype) is not None
+    except unidev.UnidevError:
+        return False
 
 
 # float64 conv has no oneDNN: im2col takes its activations as they are, weights KCRS (below)
