@@ -275,8 +275,7 @@ def extend(op: opset.OpSchema, dtype: str, base: list[Case], rng) -> list[Case]:
     if op.name in ("softmax", "log_softmax"):
         out += list(_softmax_extras(op, dtype, rng))
     if dtype.startswith("float") and op.inputs:
-        # a program's operators get their own grids (tier4.py): it gets the injected values
-        elementwise = op.broadcast and op.name not in ("mse_loss", "elementwise_program")
+        elementwise = op.broadcast and op.name != "mse_loss"
         if elementwise and op.name != "cast":
             out += list(_elementwise_grid(op, dtype, rng, special_values(dtype), "specials"))
         elif op.name == "cast":

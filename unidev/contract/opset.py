@@ -425,7 +425,7 @@ _TABLE += [
              (Output("ys", variadic=True),),
              (Attr("program", "str", ""),
               Attr("reduce", "str", "none", REDUCTIONS),
-              Attr("reduce_axes", "ints", ())), FLOAT, "program", True,
+              Attr("reduce_axes", "ints", ())), FLOAT, "program", False,
              "Evaluates `program` per element of the common shape S of `xs` (pre-broadcast, "
              "stride 0, all of the op's dtype) and writes `ys` (as many as the program writes; "
              "any strides). program: space-separated postfix tokens on a value stack: i<k> push "

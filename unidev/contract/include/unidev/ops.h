@@ -1357,7 +1357,7 @@ static inline const UD_OpInfo* ud_op_info(int op) {
       {"gemm_bias_act", 4, 4, -1, 0xcu, ud_op_gemm_bias_act_in, 1, ud_op_gemm_bias_act_out, 2,
        ud_op_gemm_bias_act_attrs, UD_DTM_FLOAT_GROUP, 0, 0x0u, -1},
       {"elementwise_program", 4, 1, 0, 0x0u, ud_op_elementwise_program_in, 1,
-       ud_op_elementwise_program_out, 3, ud_op_elementwise_program_attrs, UD_DTM_FLOAT_GROUP, 1,
+       ud_op_elementwise_program_out, 3, ud_op_elementwise_program_attrs, UD_DTM_FLOAT_GROUP, 0,
        0x0u, 0},
   };
   return op >= 0 && op < UD_OP_COUNT ? &table[op] : NULL;
