@@ -159,8 +159,9 @@ def _view_shapes(op: str, x: tuple, attrs: dict, sym: _Symbols, where: str) -> t
         raise GraphError(f"{where}: attribute '{key}' = {given!r}, expected a sequence of ints"
                          + ("" if op == "transpose" else " (or symbol names)"))
     if op == "transpose":
-        perm = tuple(int(p) % max(len(x), 1) for p in attrs["perm"])
-        if sorted(perm) != list(range(len(x))):
+        n = len(x)  # an axis outside [-n, n) is refused, not wrapped
+        perm = tuple(int(p) % n if -n <= p < n else -1 for p in attrs["perm"])
+        if sorted(perm) != list(range(n)):
             raise GraphError(f"{where}: attribute 'perm' = {attrs['perm']}, expected a "
                              f"permutation of {len(x)} axes")
         attrs["perm"] = perm
@@ -500,6 +501,9 @@ class Graph:
                              f"({type_str(new)}): expected the same shape and dtype")
         for n in self.nodes:
             n.inputs = [new if v is old else v for v in n.inputs]
+            for o in n.outputs:  # an update of old now updates new (passes keep old's storage
+                if o.updates is old:  # unless new has storage of its own)
+                    o.updates = new
         self.outputs = [new if v is old else v for v in self.outputs]
 
     def remove(self, node: Node) -> None:

@@ -29,6 +29,7 @@ typedef struct PlanBuffer {
 typedef struct Patch { /* a step tensor whose handle comes from a bound input/output */
   UD_Tensor* tensor;
   int32_t kind, slot;
+  int32_t writes; /* the step writes it (an output, or an input updated in place) */
   uint64_t byte_offset;
 } Patch;
 
@@ -54,6 +55,7 @@ struct UD_Plan {
   PlanRef *inputs, *outputs;
   uint32_t num_inputs, num_outputs;
   UD_Tensor *in_desc, *out_desc; /* what a bound tensor must look like */
+  uint8_t* in_written;           /* per input: some step writes it (state updated in place) */
   PlanStep* steps;
   uint32_t num_steps;
   Patch* patches;
@@ -316,6 +318,7 @@ static int read_step(Reader* r, UD_Plan* p, uint32_t i, size_t max_patches, UD_P
       pt->tensor = &ts[k];
       pt->kind = b->kind;
       pt->slot = (int32_t)b->slot;
+      pt->writes = io || (k < 32 && (mutated >> k) & 1u);
       pt->byte_offset = ts[k].byte_offset + (b->kind >= KIND_CONST ? b->offset : 0);
     }
     if (io) {
@@ -487,8 +490,11 @@ static int32_t prepare(UD_Plan* p, const uint8_t* data_section, UD_PlanStatus* s
     return plugin_fail(p, st, e, "uploading the plan's constants");
   /* temps and constants have fixed handles from now on: only bound views stay patches */
   uint32_t kept = 0;
+  if (!(p->in_written = (uint8_t*)pa(p, p->num_inputs)))
+    return fail(st, UD_ERR_OUT_OF_MEMORY, "plan '%s': out of host memory", p->key);
   for (uint32_t k = 0; k < p->num_patches; k++) {
     Patch* pt = &p->patches[k];
+    if (pt->kind == KIND_INPUT && pt->writes) p->in_written[pt->slot] = 1;
     if (pt->kind >= KIND_CONST) {
       pt->tensor->handle = pt->kind == KIND_CONST ? p->consts : p->arena;
       pt->tensor->byte_offset = pt->byte_offset;
@@ -674,6 +680,46 @@ static int32_t check_bound(const UD_Plan* p, const char* name, uint32_t k, const
   return UD_OK;
 }
 
+/* Bytes [lo, hi) of a bound tensor (checked against the plan's shape: strides >= 0 where the
+   extent is > 1); empty tensors span nothing. */
+static void span(const UD_Tensor* t, unsigned __int128* lo, unsigned __int128* hi) {
+  const uint64_t es = t->dtype.bits / 8;
+  unsigned __int128 last = 0;
+  *lo = *hi = t->byte_offset;
+  for (int32_t i = 0; i < t->ndim; i++) {
+    if (t->shape[i] == 0) return;
+    if (t->shape[i] > 1) last += (unsigned __int128)(t->shape[i] - 1) * (uint64_t)t->strides[i];
+  }
+  *hi = *lo + (last + 1) * es;
+}
+
+/* A tensor the plan writes must not share bytes with another bound tensor: the steps read and
+   write them in an order the caller cannot see (an output over an input gave wrong numbers). */
+static int32_t check_aliasing(const UD_Plan* p, const UD_Tensor* inputs, const UD_Tensor* outputs,
+                              UD_PlanStatus* st) {
+  const uint32_t n = p->num_inputs + p->num_outputs;
+  for (uint32_t a = 0; a < n; a++) {
+    const int a_in = a < p->num_inputs;
+    const UD_Tensor* ta = a_in ? &inputs[a] : &outputs[a - p->num_inputs];
+    unsigned __int128 alo, ahi, blo, bhi;
+    span(ta, &alo, &ahi);
+    for (uint32_t b = a + 1; b < n && alo < ahi; b++) {
+      const int b_in = b < p->num_inputs;
+      const UD_Tensor* tb = b_in ? &inputs[b] : &outputs[b - p->num_inputs];
+      if (tb->handle != ta->handle || (a_in && !p->in_written[a] && b_in && !p->in_written[b]))
+        continue;
+      span(tb, &blo, &bhi);
+      if (blo < bhi && alo < bhi && blo < ahi)
+        return fail(st, UD_ERR_INVALID_ARGUMENT, "plan '%s': %s %u and %s %u share memory "
+                    "(handle 0x%llx), expected separate memory for a tensor the plan writes",
+                    p->key, a_in ? "input" : "output", a_in ? a : a - p->num_inputs,
+                    b_in ? "input" : "output", b_in ? b : b - p->num_inputs,
+                    (unsigned long long)ta->handle);
+    }
+  }
+  return UD_OK;
+}
+
 int32_t ud_plan_run(UD_Plan* p, UD_Stream stream, const UD_Tensor* inputs, int32_t num_inputs,
                     const UD_Tensor* outputs, int32_t num_outputs, UD_PlanStatus* st) {
   if (!p) return fail(st, UD_ERR_INVALID_ARGUMENT, "ud_plan_run: plan is NULL");
@@ -685,6 +731,7 @@ int32_t ud_plan_run(UD_Plan* p, UD_Stream stream, const UD_Tensor* inputs, int32
     if (check_bound(p, "input", k, &p->in_desc[k], &inputs[k], st)) return st ? st->code : 1;
   for (uint32_t k = 0; k < p->num_outputs; k++)
     if (check_bound(p, "output", k, &p->out_desc[k], &outputs[k], st)) return st ? st->code : 1;
+  if (check_aliasing(p, inputs, outputs, st)) return st ? st->code : 1;
   const UD_Api* api = p->api;
   UD_Stream s = stream ? stream : p->stream;
   UD_Error* e;

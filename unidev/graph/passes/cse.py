@@ -21,8 +21,11 @@ def run(g: Graph) -> int:
         else:
             by_content[k] = v
     seen = {}
+    # a value updated in place later keeps its own storage: merging it would make the update
+    # write the other node's result (and leave the update pointing at a removed value)
+    targets = {o.updates for n in g.nodes for o in n.outputs if o.updates is not None}
     for n in g.order():
-        if any(o.updates is not None for o in n.outputs):
+        if any(o.updates is not None or o in targets for o in n.outputs):
             continue
         k = (n.op, tuple((a, repr(b)) for a, b in n.attrs.items()), tuple(map(id, n.inputs)),
              tuple(type_str(o) for o in n.outputs))

@@ -15,7 +15,10 @@ MAX_ELEMENTS = 1 << 20
 
 def run(g: Graph) -> int:
     folded = 0
+    targets = {o.updates for n in g.nodes for o in n.outputs if o.updates is not None}
     for n in g.order():
+        if any(o in targets for o in n.outputs):
+            continue  # updated in place later: a constant cannot be
         if any(v is not None and v.kind != "const" for v in n.inputs):
             continue
         if any(o.updates is not None for o in n.outputs):

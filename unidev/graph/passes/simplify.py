@@ -106,6 +106,7 @@ def run(g: Graph) -> int:
         progress = False
         uses = g.uses()  # may go stale within a sweep: rewrites only add nodes or drop n
         updated = _updated_storage(g)
+        targets = {o.updates for m in g.nodes for o in m.outputs if o.updates is not None}
         removed: set[Node] = set()
         for n in g.order():
             if n in removed:
@@ -113,7 +114,8 @@ def run(g: Graph) -> int:
             x = _identity(g, n)
             if n.op == "copy" and n.inputs[0] not in updated:
                 x = n.inputs[0]  # values are immutable unless updated in place
-            if x is not None and not any(o.updates is not None for o in n.outputs):
+            if x is not None and not any(o.updates is not None for o in n.outputs) \
+                    and n.outputs[0] not in targets:  # an updated value keeps its own storage
                 y = n.outputs[0]
                 readers = [(m, i) for m in g.nodes for i, v in enumerate(m.inputs) if v is y]
                 outs = [k for k, v in enumerate(g.outputs) if v is y]
