@@ -1,7 +1,8 @@
-/* program.c — elementwise_program (tier 4): the program's parser, one driver (strides, broadcast,
- * threads, the trailing reduction) for two tile functions — the interpreter of ispc/program.ispc
- * (kernel_lookup's kernel) and, from kernel_compile, ISPC generated for the program, compiled by
- * the ISPC found at run time, linked with cc and cached on disk (see compile_program). */
+/* program.c — elementwise_program (tier 4): one driver (strides, broadcast, threads, the trailing
+ * reduction) for two tile functions — the interpreter of ispc/program.ispc (kernel_lookup's
+ * kernel) and, from kernel_compile, ISPC generated for the program, compiled by the ISPC found at
+ * run time, linked with cc and cached on disk (see compile_program). Parsing and checks are
+ * plugin_kit.h's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,43 +21,37 @@
 #include "x86.h"
 
 #define OP "elementwise_program"
-enum { MAX_STACK = UD_PROGRAM_MAX_STACK, MAX_REG = UD_PROGRAM_MAX_REGISTERS, TILE = 1024,
-       MAX_IN = UD_PROGRAM_MAX_INPUTS, MAX_OUT = UD_PROGRAM_MAX_OUTPUTS };
+enum { MAX_REG = UD_PROGRAM_MAX_REGISTERS, MAX_V = UD_PROGRAM_MAX_INPUTS + UD_PROGRAM_MAX_OUTPUTS,
+       TILE = 1024 };
 static const char* const g_expr[UD_PROG_COUNT] = { /* by UD_PROG_* id (ops.h) */
 #define UD_POP(N, A, E) [UD_PROG_##N] = #E,
 #include "program_ops.def"
 #undef UD_POP
 };
-enum { /* the interpreter (ispc/program.ispc) numbers the operators in program_ops.def's order */
-#define UD_POP(N, A, E) UD_PO_##N,
+enum { UD_PO_FIRST = __COUNTER__ + 1 }; /* the interpreter's switch counts in the .def's order */
+#define UD_POP(N, A, E) _Static_assert(__COUNTER__ - UD_PO_FIRST == (int)UD_PROG_##N, #N);
 #include "program_ops.def"
 #undef UD_POP
-};
-#define UD_POP(N, A, E) _Static_assert((int)UD_PO_##N == (int)UD_PROG_##N, #N ": ops.h's order");
-#include "program_ops.def"
-#undef UD_POP
-typedef UD_KitProgram Prog; /* plugin_kit.h's parser */
-static int inputs_read(const Prog* P) { return P->inputs_read ? 64 - __builtin_clzll(P->inputs_read) : 0; }
+typedef UD_KitProgram Prog;
+static int inputs_read(const Prog* P) { return 64 - __builtin_clzll(P->inputs_read | 1) - !P->inputs_read; }
 
 /* ---- the driver ---- */
 typedef void (*GenTile)(int64_t n, void** xs, void** ys, int32_t stream);
 typedef struct {
   const Prog* P;
-  GenTile gen;                  /* NULL: the interpreter */
-  int size, red, nd, ond, stream; /* red: reduce's index among none sum mean max min */
-  int64_t inner, shape[UD_KIT_MAX_DIMS], st[MAX_IN + MAX_OUT][UD_KIT_MAX_DIMS];
-  const int64_t *oshape, *ost[MAX_IN + MAX_OUT]; /* reduce: the kept axes of each view */
-  char* base[MAX_IN + MAX_OUT];                  /* views: outputs, then the inputs read */
-  int nin, nout, oom;
+  GenTile gen;                    /* NULL: the interpreter */
+  int size, red, nd, ond, stream; /* red: UD_RED_* */
+  int nin, nout, oom;             /* views: outputs, then the inputs read */
+  int64_t inner, shape[UD_KIT_MAX_DIMS], st[MAX_V][UD_KIT_MAX_DIMS];
+  const int64_t *oshape, *ost[MAX_V]; /* reductions: the kept axes of each view */
+  char* base[MAX_V];
 } Job;
 
-static char* thread_scratch(size_t bytes) { /* grows, kept for the thread's life */
+static char* thread_scratch(const Job* J) { /* grows, kept for the thread's life */
   static _Thread_local char* buf;
   static _Thread_local size_t cap;
-  if (cap < bytes) {
-    free(buf);
-    cap = (buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63)) ? bytes : 0;
-  }
+  const size_t n = (size_t)(J->P->max_stack + MAX_REG + J->nout + J->nin) * TILE * J->size;
+  if (cap < n) free(buf), cap = (buf = aligned_alloc(64, (n + 63) & ~(size_t)63)) ? n : 0;
   return buf;
 }
 
@@ -65,36 +60,33 @@ static char* thread_scratch(size_t bytes) { /* grows, kept for the thread's life
  * reductions), reduced outputs accumulated into acc. */
 static void walk(const Job* J, char* const* b, int64_t begin, int64_t end, double* acc,
                  char* buf) {
-  const Prog* P = J->P;
   const int last = J->nd - 1, no = J->nout, nv = no + J->nin, z = J->size;
   int64_t idx[UD_KIT_MAX_DIMS], rest = begin;
   for (int k = last; k >= 0 && end > begin; k--) idx[k] = rest % J->shape[k], rest /= J->shape[k];
   int direct = J->gen && !J->red;
   for (int v = 0; v < nv; v++) direct &= J->st[v][last] == 1;
-  char* tiles = buf + (P->max_stack + MAX_REG) * TILE * z; /* outputs', then inputs' */
+  char* tiles = buf + (J->P->max_stack + MAX_REG) * TILE * z; /* outputs', then inputs' */
   for (int64_t pos = begin, n; pos < end; pos += n) {
     n = J->shape[last] - idx[last] < end - pos ? J->shape[last] - idx[last] : end - pos;
     n = n < TILE || direct ? n : TILE;
-    void *ptr[MAX_IN + MAX_OUT], *dst[MAX_OUT];
+    void *ptr[MAX_V], *dst[UD_PROGRAM_MAX_OUTPUTS];
     for (int v = 0; v < nv; v++) {
       int64_t off = 0;
       for (int k = 0; k <= last; k++) off += idx[k] * J->st[v][k];
       ptr[v] = b[v] + off * z;
       if (v < no) dst[v] = ptr[v];
-      if (v < no ? !direct : J->st[v][last] != 1) {
-        if (v >= no) ud_x86_pack[z](n, tiles + v * TILE * z, ptr[v], J->st[v][last]);
-        ptr[v] = tiles + v * TILE * z;
-      }
+      if (v >= no && J->st[v][last] != 1) ud_x86_pack[z](n, tiles + v * TILE * z, ptr[v], J->st[v][last]);
+      if (v < no ? !direct : J->st[v][last] != 1) ptr[v] = tiles + v * TILE * z;
     }
     if (J->gen) J->gen(n, ptr + no, ptr, J->stream);
-    else (z == 4 ? ud_prog_interp_f32 : ud_prog_interp_f64)(n, (const struct UD_ProgTok*)P->instrs, P->num_instrs, ptr + no, buf,
-                                                           TILE, P->max_stack);
+    else (z == 4 ? ud_prog_interp_f32 : ud_prog_interp_f64)(
+        n, (const struct UD_ProgTok*)J->P->instrs, J->P->num_instrs, ptr + no, buf, TILE,
+        J->P->max_stack);
     for (int v = 0; v < no && !direct; v++) {
-      const float* f = (const float*)ptr[v];
-      const double* d = (const double*)ptr[v];
       for (int64_t j = 0; J->red && j < n; j++) {
-        const double x = z == 4 ? f[j] : d[j], a = acc[v];
-        acc[v] = J->red < 3 ? a + x : (J->red == 3 ? x > a : x < a) || x != x ? x : a;
+        const double x = z == 4 ? ((float*)ptr[v])[j] : ((double*)ptr[v])[j], a = acc[v];
+        acc[v] = J->red <= UD_RED_MEAN ? a + x : (J->red == UD_RED_MAX ? x > a : x < a) ||
+                 x != x ? x : a; /* max/min: nan propagates */
       }
       if (!J->red) ud_x86_unpack[z](n, dst[v], ptr[v], J->st[v][last]);
     }
@@ -103,31 +95,28 @@ static void walk(const Job* J, char* const* b, int64_t begin, int64_t end, doubl
   }
 }
 
-static size_t scratch_bytes(const Job* J) {
-  return (size_t)(J->P->max_stack + MAX_REG + J->nout + J->nin) * TILE * J->size;
-}
 static void run_flat(void* ctx, int64_t begin, int64_t end) {
   Job* J = ctx;
-  char* buf = thread_scratch(scratch_bytes(J));
-  if (!buf) J->oom = 1;
-  else walk(J, J->base, begin, end, NULL, buf);
+  char* buf = thread_scratch(J);
+  if (buf) walk(J, J->base, begin, end, NULL, buf);
+  J->oom |= !buf;
   if (J->stream) __atomic_thread_fence(__ATOMIC_SEQ_CST); /* order the non-temporal stores */
 }
 /* rows of a reduction: each output element reduces its row of the inputs' trailing axes */
 static void run_rows(void* ctx, int64_t begin, int64_t end) {
   Job* J = ctx;
-  char *buf = thread_scratch(scratch_bytes(J)), *b[MAX_IN + MAX_OUT];
+  char *buf = thread_scratch(J), *b[MAX_V];
   J->oom |= !buf;
   for (int64_t r = begin; buf && r < end; r++) {
-    double acc[MAX_OUT];
+    double acc[UD_PROGRAM_MAX_OUTPUTS];
     for (int v = 0; v < J->nout + J->nin; v++)
       b[v] = J->base[v] + ud_x86_offset(r, J->ond, J->oshape, J->ost[v]) * J->size;
-    for (int v = 0; v < J->nout; v++) acc[v] = J->red < 3 ? 0 : J->red == 3 ? -INFINITY : INFINITY;
+    for (int v = 0; v < J->nout; v++)
+      acc[v] = J->red <= UD_RED_MEAN ? 0 : J->red == UD_RED_MAX ? -INFINITY : INFINITY;
     walk(J, b, 0, J->inner, acc, buf);
     for (int v = 0; v < J->nout; v++) {
-      const double x = J->red == 2 ? acc[v] / (double)J->inner : acc[v];
-      if (J->size == 4) *(float*)b[v] = (float)x;
-      else *(double*)b[v] = x;
+      const double x = J->red == UD_RED_MEAN ? acc[v] / (double)J->inner : acc[v];
+      J->size == 4 ? (void)(*(float*)b[v] = (float)x) : (void)(*(double*)b[v] = x);
     }
   }
 }
@@ -142,43 +131,36 @@ typedef struct Compiled {
 } Compiled;
 
 /* Both kernels: the call checked by plugin_kit.h (and a compiled kernel's program against its
- * call), then the driver over outputs and the inputs read. */
+ * call), then the driver over the outputs and the inputs read. */
 static UD_Error* run_program(const UD_KernelArgs* a, const Compiled* c) {
   UD_KIT_TRY(ud_x86_check_args(UD_OP_ELEMENTWISE_PROGRAM, a));
   int red = 0, nr = 0;
   Prog* local = c ? NULL : malloc(sizeof *local);
   if (!c && !local) return ud_kit_host_oom_error();
-  UD_Error* err = c ? ud_kit_program_check_shapes(a, &red, &nr) :
-                  ud_kit_program_check_call(a, local, &red, &nr);
+  UD_Error* err = c ? ud_kit_program_check_shapes(a, &red, &nr)
+                    : ud_kit_program_check_call(a, local, &red, &nr);
   const Prog* P = c ? &c->prog : local;
-  const char* text = a->attrs[UD_ATTR_ELEMENTWISE_PROGRAM_PROGRAM].value.s;
   const UD_Tensor* x = &a->inputs[0];
-  if (!err && c && (strcmp(text, c->text) || ud_dtype_id(x->dtype) != c->dt ||
-                    inputs_read(P) > a->num_inputs || P->num_outputs != a->num_outputs))
-    err = ud_kit_error(UD_ERR_INVALID_ARGUMENT, OP ": a kernel compiled for program '%s' (%s) "
-                       "was called with '%s' (%s, %d inputs, %d outputs); call it with the "
-                       "attributes and dtype it was compiled for", c->text,
-                       ud_kit_dtype_name(ud_dtype_of(c->dt)), text,
-                       ud_kit_dtype_name(x->dtype), a->num_inputs, a->num_outputs);
+  UD_KIT_REQUIRE(err || !c || (!strcmp(a->attrs[0].value.s, c->text) && inputs_read(P) <=
+                 a->num_inputs && ud_dtype_id(x->dtype) == c->dt && P->num_outputs ==
+                 a->num_outputs), UD_ERR_INVALID_ARGUMENT, OP ": a kernel compiled for program "
+                 "'%s' (%s) called with another program, dtype or count of inputs/outputs",
+                 c->text, ud_kit_dtype_name(ud_dtype_of(c->dt)));
   if (err) return free(local), err;
-  const int nd = x->ndim;
+  const int nd = x->ndim, first = red ? P->num_outputs : 0; /* reductions: inputs only */
   Job J = {.P = P, .gen = c ? c->gen : NULL, .size = (int)ud_kit_itemsize(x->dtype), .red = red,
-           .ond = nd - nr, .oshape = x->shape, .inner = 1, .nin = inputs_read(P),
+           .ond = red ? nd - nr : 0, .oshape = x->shape, .inner = 1, .nin = inputs_read(P),
            .nout = P->num_outputs};
-  const int64_t* sv[MAX_IN + MAX_OUT];
+  const int64_t* sv[MAX_V];
   for (int v = 0; v < J.nout + J.nin; v++) {
     const UD_Tensor* t = v < J.nout ? &a->outputs[v] : &a->inputs[v - J.nout];
-    J.base[v] = ud_x86_ptr(t), J.ost[v] = t->strides;
-    sv[v] = v < J.nout ? t->strides : t->strides + (red ? J.ond : 0);
+    J.base[v] = ud_x86_ptr(t), J.ost[v] = t->strides, sv[v] = t->strides + J.ond;
   }
-  if (!red) J.ond = 0;
-  const int first = red ? J.nout : 0; /* reductions iterate only their inputs' reduced axes */
   J.nd = ud_kit_collapse(nd - J.ond, x->shape + J.ond, J.nout + J.nin - first, sv + first,
                          J.shape, J.st + first);
   if (J.nd == 0) J.nd = 1, J.shape[0] = 1;
-  for (int k = J.ond; k < nd; k++) J.inner *= x->shape[k];
   int64_t rows = 1;
-  for (int k = 0; k < J.ond; k++) rows *= x->shape[k];
+  for (int k = 0; k < nd; k++) *(k < J.ond ? &rows : &J.inner) *= x->shape[k];
   J.stream = !red && J.gen && J.inner * J.size >= UD_X86_STREAM_BYTES;
   for (int v = 0; v < J.nout; v++) J.stream &= (uintptr_t)J.base[v] % J.size == 0;
   if (red) ud_x86_parallel(rows, 1 + (1 << 16) / (J.inner + 1), run_rows, &J);
@@ -246,33 +228,33 @@ static void* load_entry(const char* path, uint64_t key, const char** why) {
 
 /* ispc (and cc: $UNIDEV_CC, else cc) in a private temporary folder; the entry renamed in. */
 static int build(const char* dir, const char* path, uint64_t key, const char* src,
-                 const char* ispc, const char* inc, const char* target, const char* arch) {
+                 char* const* tool) {
   char tmp[4096], f[4200];
   snprintf(tmp, sizeof tmp, "%.3000s/tmp-XXXXXX", dir);
   if (!mkdtemp(tmp)) return 0;
   snprintf(f, sizeof f, "%s/p.ispc", tmp);
   FILE* o = fopen(f, "w");
-  int ok = o && fputs(src, o) >= 0;
+  int ok = o && fputs(src, o) >= 0, st = -1;
   ok = o && !fclose(o) && ok;
-  const char* cc = getenv("UNIDEV_CC") && *getenv("UNIDEV_CC") ? getenv("UNIDEV_CC") : "cc";
+  char* cc = getenv("UNIDEV_CC") && *getenv("UNIDEV_CC") ? getenv("UNIDEV_CC") : "cc";
   char* argv[] = { /* the paths reach the shell as its arguments, never as code */
       "/bin/sh", "-c", "cd \"$1\" && printf '%s' \"$6\" > stub.c && \"$2\" --target=\"$3\" $7 "
       "--pic --addressing=64 --woff -O2 -I\"$4\" p.ispc -o p.o > log 2>&1 && \"$5\" -shared -O2 "
-      "-fPIC -o p.so stub.c p.o >> log 2>&1", "sh", tmp, (char*)ispc, (char*)target, (char*)inc,
-      (char*)cc, "typedef void* (*D)(const void*, void*); static D d; static void* c;\n"
+      "-fPIC -o p.so stub.c p.o >> log 2>&1", "sh", tmp, tool[0], tool[1], tool[2], cc,
+      "typedef void* (*D)(const void*, void*); static D d; static void* c;\n"
       "void ud_prog_init(D x, void* y) { d = x; c = y; }\n"
-      "void* ud_prog_kernel(const void* a) { return d(a, c); }\n", (char*)arch, NULL};
+      "void* ud_prog_kernel(const void* a) { return d(a, c); }\n", tool[3], NULL};
   extern char** environ;
   pid_t pid;
-  int st = -1;
   ok = ok && !posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
   while (ok && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  ok = ok && WIFEXITED(st) && !WEXITSTATUS(st);
   size_t n = 0;
-  snprintf(f, sizeof f, "%s/%s", tmp, ok && WIFEXITED(st) && !WEXITSTATUS(st) ? "p.so" : "log");
+  snprintf(f, sizeof f, "%s/%s", tmp, ok ? "p.so" : "log");
   char* data = slurp(f, &n, 0);
-  ok = ok && WIFEXITED(st) && !WEXITSTATUS(st) && data;
-  if (!ok) WARN("compiling the generated kernel failed (%s, %s):\n%s\n", ispc, cc, data ? data : "");
-  if (ok) {
+  if (!ok || !data) WARN("compiling the generated kernel failed (%s, %s):\n%s\n", tool[0], cc,
+                         data ? data : "");
+  if ((ok = ok && data)) {
     Trailer t = {"UDPROG1", key, n, fnv(FNV0, data, n)};
     snprintf(f, sizeof f, "%.3000s.XXXXXX", path);
     const int fd = mkstemp(f);
@@ -287,59 +269,55 @@ static int build(const char* dir, const char* path, uint64_t key, const char* sr
   return ok;
 }
 
-/* One loop body: the inputs' loads, a value per token (registers and constants are names), then
- * the stores (after every load, so an output may be an input's memory). */
-static void emit_body(FILE* f, const Prog* P, const char* store) {
-  char stk[MAX_STACK][48], reg[MAX_REG][48], out[MAX_OUT][48];
-  int d = 0;
-  fputs("{\n", f);
-  for (int i = 0; i < inputs_read(P); i++) fprintf(f, "T x%d = xp%d[j];\n", i, i);
-  for (int t = 0; t < P->num_instrs; t++) {
+/* The program as `body` (a value per token: registers and constants are names) and the tile
+ * function ud_prog_tile (GenTile) over it: every input is loaded before any output is stored (an
+ * output may be an input's memory); stream: the outputs from their first 64-byte boundary on
+ * with non-temporal stores (as elementwise.ispc's UD_EW_LOOP). */
+static char* generate(const Prog* P, int dt, size_t* len) {
+  char *src = NULL, stk[UD_PROGRAM_MAX_STACK][48], reg[MAX_REG][48], out[16][48];
+  FILE* f = open_memstream(&src, len);
+  const int ni = inputs_read(P), no = P->num_outputs;
+  if (!f) return NULL;
+  fprintf(f, "#include \"program.isph\"\ntypedef %s T;\nstatic inline void body(",
+          dt == UD_DT_FLOAT32 ? "float" : "double");
+  for (int i = 0; i < ni; i++) fprintf(f, "T x%d, ", i);
+  for (int o = 0; o < no; o++) fprintf(f, "T &y%d%s", o, o + 1 < no ? ", " : ") {\n");
+  for (int t = 0, d = 0; t < P->num_instrs; t++) {
     const UD_KitInstr* k = &P->instrs[t];
+    const int ar = k->kind == UD_KIT_PI_OP ? ud_program_op_arity(k->arg) : 0;
     uint64_t bits;
     memcpy(&bits, &k->value, 8);
     if (k->kind == UD_KIT_PI_INPUT) snprintf(stk[d++], 48, "x%d", k->arg);
-    else if (k->kind == UD_KIT_PI_CONST)
-      snprintf(stk[d++], 48, "(T)doublebits(0x%016llxull)", (unsigned long long)bits);
-    else if (k->kind == UD_KIT_PI_STORE) memcpy(reg[k->arg], stk[--d], 48);
-    else if (k->kind == UD_KIT_PI_LOAD) memcpy(stk[d++], reg[k->arg], 48);
-    else if (k->kind == UD_KIT_PI_OUTPUT) memcpy(out[k->arg], stk[--d], 48);
-    else {
-      const int ar = ud_program_op_arity(k->arg);
-      d -= ar;
-      fprintf(f, "T v%d;\n{ T a = %s, b = %s, c = %s; v%d = %s; }\n", t, stk[d],
-              stk[ar > 1 ? d + 1 : d], stk[ar > 2 ? d + 2 : d], t, g_expr[k->arg]);
-      snprintf(stk[d++], 48, "v%d", t);
-    }
+    if (k->kind == UD_KIT_PI_CONST) snprintf(stk[d++], 48, "(T)doublebits(0x%016llxull)",
+                                             (unsigned long long)bits);
+    if (k->kind == UD_KIT_PI_STORE || k->kind == UD_KIT_PI_OUTPUT)
+      memcpy(k->kind == UD_KIT_PI_STORE ? reg[k->arg] : out[k->arg], stk[--d], 48);
+    if (k->kind == UD_KIT_PI_LOAD) memcpy(stk[d++], reg[k->arg], 48);
+    if (ar) d -= ar, fprintf(f, "T v%d;\n{ T a = %s, b = %s, c = %s; v%d = %s; }\n", t, stk[d],
+                             stk[d + (ar > 1)], stk[d + 2 * (ar > 2)], t, g_expr[k->arg]);
+    if (ar) snprintf(stk[d++], 48, "v%d", t);
   }
-  for (int o = 0; o < P->num_outputs; o++) fprintf(f, store, o, out[o]);
-  fputs("}\n", f);
-}
-
-/* The tile function of ud_prog_tile's signature (GenTile); stream: the outputs from their
- * first 64-byte boundary on with non-temporal stores (as elementwise.ispc's UD_EW_LOOP). */
-static char* generate(const Prog* P, int dt, size_t* len) {
-  char* src = NULL;
-  FILE* f = open_memstream(&src, len);
-  if (!f) return NULL;
-  fprintf(f, "#include \"program.isph\"\ntypedef %s T;\nexport void ud_prog_tile(uniform int64 n, "
-          "void *uniform *uniform xs, void *uniform *uniform ys, uniform int32 stream) {\n",
-          dt == UD_DT_FLOAT32 ? "float" : "double");
-  for (int i = 0; i < inputs_read(P); i++)
+  for (int o = 0; o < no; o++) fprintf(f, "y%d = %s;\n", o, out[o]);
+  fputs("}\n#define UD_CALL(J) ", f);
+  for (int o = 0; o < no; o++) fprintf(f, "T y%d; ", o);
+  fputs("body(", f);
+  for (int i = 0; i < ni; i++) fprintf(f, "xp%d[J], ", i);
+  for (int o = 0; o < no; o++) fprintf(f, "y%d%s", o, o + 1 < no ? ", " : ");\n#define UD_ST(J) ");
+  for (int o = 0; o < no; o++) fprintf(f, "yp%d[J] = y%d; ", o, o);
+  fputs("\n#define UD_NT ", f);
+  for (int o = 0; o < no; o++) fprintf(f, "streaming_store(yp%d + i, y%d); ", o, o);
+  fputs("\nexport void ud_prog_tile(uniform int64 n, void *uniform *uniform xs, "
+        "void *uniform *uniform ys, uniform int32 stream) {\n", f);
+  for (int i = 0; i < ni; i++)
     fprintf(f, "const uniform T *uniform xp%d = (const uniform T *uniform)xs[%d];\n", i, i);
-  for (int o = 0; o < P->num_outputs; o++)
-    fprintf(f, "uniform T *uniform yp%d = (uniform T *uniform)ys[%d];\n", o, o);
+  for (int o = 0; o < no; o++) fprintf(f, "uniform T *uniform yp%d = (uniform T *uniform)ys[%d];\n", o, o);
   fputs("uniform int64 i = 0;\nif (stream", f);
-  for (int o = 1; o < P->num_outputs; o++)
+  for (int o = 1; o < no; o++)
     fprintf(f, " && (((uniform intptr_t)yp%d ^ (uniform intptr_t)yp0) & 63) == 0", o);
-  fputs(") {\ni = min(n, ((uniform int64)(-(uniform intptr_t)yp0) & 63) / "
-        "(uniform int64)sizeof(uniform T));\nforeach (j = 0 ... i)", f);
-  emit_body(f, P, "yp%d[j] = %s;\n");
-  fputs("for (; i + programCount <= n; i += programCount) {\nint64 j = i + programIndex;\n", f);
-  emit_body(f, P, "streaming_store(yp%d + i, %s);\n");
-  fputs("}\n}\nforeach (j = i ... n)", f);
-  emit_body(f, P, "yp%d[j] = %s;\n");
-  fputs("}\n", f);
+  fputs(") {\ni = min(n, ((uniform int64)(-(uniform intptr_t)yp0) & 63) / (uniform int64)sizeof("
+        "uniform T));\nforeach (j = 0 ... i) { UD_CALL(j) UD_ST(j) }\nfor (; i + programCount <= n;"
+        " i += programCount) { UD_CALL(i + programIndex) UD_NT }\n}\nforeach (j = i ... n) { "
+        "UD_CALL(j) UD_ST(j) }\n}\n", f);
   return fclose(f) ? (free(src), NULL) : src;
 }
 
@@ -378,14 +356,11 @@ static UD_KernelFn compile_program(Compiled* c) {
   snprintf(path, sizeof path, "%.3000s/program.isph", inc);
   if (access(path, R_OK)) snprintf(inc, sizeof inc, "%.3000s", UD_X86_ISPC_DIR);
 #ifdef __aarch64__
-  const char *target = "neon-i32x4", *arch = "--arch=aarch64";
+  char *target = "neon-i32x4", *arch = "--arch=aarch64";
 #else
-  const char *target = "avx2-i32x8", *arch = "";
-  __builtin_cpu_init(); /* ISPC's avx512skx: F, CD, BW, DQ, VL */
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl"))
-    target = "avx512skx-x16";
+  __builtin_cpu_init(); /* ISPC's avx512skx: F, CD, DQ and (every CPU with them) BW, VL */
+  char *arch = "", *target = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports(
+      "avx512vl") ? "avx512skx-x16" : "avx2-i32x8";
 #endif
   size_t n = 0;
   char* src = generate(&c->prog, c->dt, &n);
@@ -403,9 +378,8 @@ static UD_KernelFn compile_program(Compiled* c) {
   snprintf(path, sizeof path, "%.3000s/%016llx.so", dir, (unsigned long long)key);
   void* h = src ? load_entry(path, key, &why) : NULL;
   ud_x86_count(h ? UD_X86_PROGRAM_DISK_HITS : UD_X86_PROGRAM_COMPILES);
-  if (!h && why) WARN("cache entry %s is %s; rebuilding it\n", path, why);
-  if (!h && why) ud_x86_count(UD_X86_PROGRAM_REBUILDS);
-  if (src && !h && build(dir, path, key, src, ispc, inc, target, arch) &&
+  if (!h && why) WARN("cache entry %s is %s; rebuilding it\n", path, why), ud_x86_count(UD_X86_PROGRAM_REBUILDS);
+  if (src && !h && build(dir, path, key, src, (char*[]){ispc, target, inc, arch}) &&
       !(h = load_entry(path, key, &why)))
     WARN("the entry %s just built is %s\n", path, why ? why : "missing");
   free(src);
@@ -421,7 +395,7 @@ UD_Error* ud_x86_kernel_compile(const char* op, UD_DType dtype, const UD_Attr* a
                  "kernel_compile: 'op', 'attrs' or 'kernel' is NULL");
   *kernel = NULL;
   const int dt = ud_dtype_id(dtype);
-  if (strcmp(op, OP) || dt < 0 || !(UD_X86_FLOAT >> dt & 1)) return NULL; /* nothing to specialize */
+  if (strcmp(op, OP) || dt < 0 || !(UD_X86_FLOAT >> dt & 1)) return NULL; /* no specialization */
   UD_KIT_REQUIRE(num_attrs >= 1 && attrs[0].type == UD_ATTR_STRING && attrs[0].value.s,
                  UD_ERR_INVALID_ARGUMENT, "kernel_compile: " OP "'s attribute 'program' is "
                  "missing or not a string");
@@ -430,7 +404,7 @@ UD_Error* ud_x86_kernel_compile(const char* op, UD_DType dtype, const UD_Attr* a
   while (c && (c->dt != dt || strcmp(c->text, attrs[0].value.s))) c = c->next;
   UD_Error* err = NULL;
   if (!c && (c = calloc(1, sizeof *c)) && (c->text = strdup(attrs[0].value.s)) &&
-      !(err = ud_kit_program_parse(OP, c->text, MAX_IN, -1, &c->prog))) {
+      !(err = ud_kit_program_parse(OP, c->text, UD_PROGRAM_MAX_INPUTS, -1, &c->prog))) {
     c->dt = dt;
     if (!(c->kernel = compile_program(c))) c->kernel = k_program, ud_x86_count(UD_X86_PROGRAM_NO_JIT);
     c->next = g_compiled, g_compiled = c;
