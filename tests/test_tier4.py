@@ -265,13 +265,14 @@ def test_tier4_conformance_cases_pass_on_the_test_plugin(testdev) -> None:
                 outcome = run_case(op.name, dtype, case, testdev)
                 assert outcome.ok, outcome.message
                 n += 1
-    assert n > 400
+    assert n > 300
 
 
 def test_a_wrong_program_kernel_fails_conformance(testdev, monkeypatch) -> None:
     """The cases can fail: a kernel that reads its program with the operands of sub swapped."""
     case = next(c for c in cases.cases_for("elementwise_program", "float32")
-                if c.id == "op-sub")
+                if c.id == "ops-binary")
+    assert "i0 i1 sub" in case.attrs["program"]
     assert run_case("elementwise_program", "float32", case, testdev).ok
     real = ops._compiled_for
 

@@ -103,53 +103,54 @@ static UD_Error* k_matmul(const UD_KernelArgs* a) {
 }
 
 /* elementwise_program through the kit's parser and scalar evaluator, in double: each element
- * of S (the inputs' shape) is evaluated; with a reduction the outputs accumulate over the
- * trailing axes (index = S's leading dims). Memory-only checks (placement) come from check_call. */
+ * of S (the inputs' shape) is evaluated; with a reduction every output cell (S's leading dims)
+ * accumulates its trailing elements in double, written once at the end. Memory-only checks
+ * (placement) come from check_call. */
 static UD_Error* program_run(const UD_KernelArgs* a, const UD_KitProgram* prog, int reduce,
                              int reduced) {
   const UD_Tensor* x0 = &a->inputs[0];
-  const int nd = x0->ndim, keep = nd - reduced;
-  int64_t idx[UD_KIT_MAX_DIMS] = {0}, count = 1;
-  for (int d = keep; d < nd; d++) count *= x0->shape[d];
+  const int nd = x0->ndim, keep = nd - reduced, no = a->num_outputs;
+  int64_t cells = 1, count = 1;
+  for (int d = 0; d < nd; d++) *(d < keep ? &cells : &count) *= x0->shape[d];
   double in[UD_PROGRAM_MAX_INPUTS], out[UD_PROGRAM_MAX_OUTPUTS];
-  const int no = a->num_outputs;
-  if (reduce != UD_RED_NONE && ud_kit_numel(&a->outputs[0]) > 0) { /* start every cell */
+  double* acc = NULL;
+  if (reduce != UD_RED_NONE && cells > 0) {
+    acc = (double*)malloc(sizeof(double) * (size_t)(cells * no));
+    if (!acc) return ud_kit_host_oom_error();
     const double init = reduce == UD_RED_MAX ? -INFINITY : reduce == UD_RED_MIN ? INFINITY : 0;
-    int64_t oi[UD_KIT_MAX_DIMS] = {0};
-    do {
-      for (int k = 0; k < no; k++) store(a->outputs[k].dtype, at(&a->outputs[k], oi),
-                                         (Value){init, 0}, 1);
-    } while (next(keep, a->outputs[0].shape, oi));
+    for (int64_t c = 0; c < cells * no; c++) acc[c] = init;
   }
-  if (ud_kit_numel(x0) == 0) {
-    if (reduce == UD_RED_MEAN && ud_kit_numel(&a->outputs[0]) > 0) { /* 0 / 0 */
-      int64_t oi[UD_KIT_MAX_DIMS] = {0};
-      do {
-        for (int k = 0; k < no; k++) store(a->outputs[k].dtype, at(&a->outputs[k], oi),
-                                           (Value){NAN, 0}, 1);
-      } while (next(keep, a->outputs[0].shape, oi));
-    }
-    return NULL;
-  }
-  do {
+  int64_t idx[UD_KIT_MAX_DIMS] = {0};
+  if (ud_kit_numel(x0) > 0) do {
     for (int i = 0; i < a->num_inputs; i++)
       in[i] = load(a->inputs[i].dtype, at(&a->inputs[i], idx)).f;
     ud_kit_program_eval_f64(prog, in, out);
+    int64_t cell = 0;
+    for (int d = 0; d < keep; d++) cell = cell * x0->shape[d] + idx[d];
     for (int k = 0; k < no; k++) {
-      char* p = at(&a->outputs[k], idx); /* the output's dims are S's leading ones */
-      double v = out[k];
-      if (reduce != UD_RED_NONE) {
-        const double acc = load(a->outputs[k].dtype, p).f;
-        v = reduce == UD_RED_MAX   ? (acc != acc || v != v ? NAN : acc > v ? acc : v)
-            : reduce == UD_RED_MIN ? (acc != acc || v != v ? NAN : acc < v ? acc : v)
-                                   : acc + v;
-        int last = 1;
-        for (int d = keep; d < nd; d++) last &= idx[d] == x0->shape[d] - 1;
-        if (reduce == UD_RED_MEAN && last) v /= (double)count;
+      const double v = out[k];
+      if (reduce == UD_RED_NONE) {
+        store(a->outputs[k].dtype, at(&a->outputs[k], idx), (Value){v, 0}, 1);
+        continue;
       }
-      store(a->outputs[k].dtype, p, (Value){v, 0}, 1);
+      double* r = &acc[cell * no + k];
+      if (reduce == UD_RED_SUM || reduce == UD_RED_MEAN) *r += v;
+      else if (v != v || *r != *r) *r = NAN;
+      else if (reduce == UD_RED_MAX ? v > *r : v < *r) *r = v;
     }
   } while (next(nd, x0->shape, idx));
+  if (acc) { /* one store per output cell (the outputs' dims are S's leading ones) */
+    int64_t oi[UD_KIT_MAX_DIMS] = {0}, cell = 0;
+    do {
+      for (int k = 0; k < no; k++) {
+        double v = acc[cell * no + k];
+        if (reduce == UD_RED_MEAN) v /= (double)count; /* 0 / 0: nan for an empty axis */
+        store(a->outputs[k].dtype, at(&a->outputs[k], oi), (Value){v, 0}, 1);
+      }
+      cell++;
+    } while (next(keep, a->outputs[0].shape, oi));
+    free(acc);
+  }
   return NULL;
 }
 

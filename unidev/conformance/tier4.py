@@ -101,67 +101,90 @@ def _case(cid: str, ins: list, program: str, views=None, out_view: str = "contig
     return Case(cid, ins, attrs, views or [ViewSpec()] * len(ins), out_view=out_view)
 
 
+def _pool(n_inputs: int, n_outputs: int, depth: int = 3) -> str:
+    """One random program per (inputs, outputs, depth), the same for every dtype and case: a
+    plugin that compiles each program (kernel_compile) compiles a few dozen, not hundreds."""
+    return random_program(np.random.default_rng(1000 * depth + 10 * n_inputs + n_outputs),
+                          n_inputs, n_outputs, depth)
+
+
+_DOMAIN = ("log", "sqrt", "rsqrt")  # read the positive input
+_UNARY = [t for t, a in opset.PROGRAM_OPS.items() if a == 1]
+_BINARY = [t for t, a in opset.PROGRAM_OPS.items() if a == 2 and t not in _COMPARE]
+
+
+def _unary_program(tokens: list[str]) -> str:
+    return " ".join(f"i{1 if t in _DOMAIN else 0} {t} o{k}" for k, t in enumerate(tokens))
+
+
+def _binary_program() -> str:
+    """x op y for the arithmetic ops (pow: pos ** y), a op b (i3, i4) for the compares."""
+    parts = [f"{'i2' if t == 'pow' else 'i0'} i1 {t}" for t in _BINARY]
+    parts += [f"i3 i4 {t}" for t in _COMPARE]
+    return " ".join(f"{p} o{k}" for k, p in enumerate(parts))
+
+
 def program_cases(op: opset.OpSchema, dtype: str, rng: np.random.Generator) -> Iterator[Case]:
-    """elementwise_program: seeded random programs over shapes, broadcasts, views, output
-    strides and reductions; then every operator alone, and the special values."""
+    """elementwise_program: random programs (a fixed pool) over shapes, broadcasts, views,
+    output strides and reductions; then every operator, over ordinary and special values."""
     shapes = [(), (1,), (7,), (3, 5), (2, 3, 4), (0, 3), (257, 263)] + [(n,) for n in BOUNDARY[:3]]
     for k, shape in enumerate(shapes):
         n_in, n_out = 1 + k % 3, 1 + k % 2
-        prog = random_program(rng, n_in, n_out)
-        yield _case(f"random{k}-{shape}", [_vals(rng, shape, dtype) for _ in range(n_in)], prog)
+        yield _case(f"random{k}-{shape}", [_vals(rng, shape, dtype) for _ in range(n_in)],
+                    _pool(n_in, n_out))
     # broadcast forms: rows, columns, scalars, inner and outer stride 0, a broadcast view
     bshapes = [[(4, 5), (1, 5)], [(4, 1), (1, 3)], [(3, 4), ()], [(2, 3, 4), (3, 1)],
                [(5, 1, 6), (1, 7, 1), (6,)], [(3, 4097), (4097,)]]
     for k, group in enumerate(bshapes):
-        prog = random_program(rng, len(group), 2)
-        yield _case(f"broadcast{k}-{group}", [_vals(rng, s, dtype) for s in group], prog)
+        yield _case(f"broadcast{k}-{group}", [_vals(rng, s, dtype) for s in group],
+                    _pool(len(group), 2))
     yield _case("broadcast-view", [_vals(rng, (4, 5), dtype), _vals(rng, (5,), dtype)],
-                random_program(rng, 2, 1), [ViewSpec(), ViewSpec("broadcast", (4, 5))])
+                _pool(2, 1), [ViewSpec(), ViewSpec("broadcast", (4, 5))])
     # input views and output strides
     for k, view in enumerate(("transposed", "offset", "strided", "shifted", "gapped", "stride0",
                               "stride0-inner")):
         ins = [_vals(rng, (6, 10), dtype) for _ in range(2)]
         # offset and strided views halve a dim: both inputs get them; the others only one
         other = view if view in ("offset", "strided") or k % 2 == 0 else "contiguous"
-        yield _case(f"view-{view}", ins, random_program(rng, 2, 2),
-                    [ViewSpec(view), ViewSpec(other)])
+        yield _case(f"view-{view}", ins, _pool(2, 2), [ViewSpec(view), ViewSpec(other)])
     for out_view in ("transposed", "shifted", "gapped"):
         ins = [_vals(rng, (5, 1025), dtype) for _ in range(2)]
-        yield _case(f"out-{out_view}", ins, random_program(rng, 2, 2), out_view=out_view)
+        yield _case(f"out-{out_view}", ins, _pool(2, 2), out_view=out_view)
     # reductions over the trailing axes, every kind, through tails and tiles
     red = [((7,), (0,)), ((3, 5), (1,)), ((2, 3, 4), (1, 2)), ((4, 0), (1,)), ((3, 1025), (1,)),
            ((2, 65537), (1,)), ((1025, 3), (1,)), ((0, 4), (1,))]
-    for k, (shape, axes) in enumerate(red):
+    for shape, axes in red:
         for reduce in ("sum", "mean", "max", "min"):
             if reduce in ("max", "min") and 0 in [shape[a] for a in axes]:
                 continue
-            prog = random_program(rng, 2, 1 + k % 2, depth=2)
             ins = [_vals(rng, shape, dtype), _vals(rng, shape[-1:], dtype)]
-            yield _case(f"reduce-{reduce}-{shape}-{axes}", ins, prog, reduce=reduce, axes=axes)
+            yield _case(f"reduce-{reduce}-{shape}-{axes}", ins, _pool(2, 2, 2), reduce=reduce,
+                        axes=axes)
     ins = [_vals(rng, (6, 10), dtype), _vals(rng, (10,), dtype)]
-    yield _case("reduce-transposed-broadcast", ins, random_program(rng, 2, 2, depth=2),
+    yield _case("reduce-transposed-broadcast", ins, _pool(2, 2, 2),
                 [ViewSpec("transposed"), ViewSpec()], reduce="sum", axes=(1,))
-    # every operator alone, over ordinary and special values
+    # every operator, over ordinary values and over every combination of special values
     x = _vals(rng, (3, 17), dtype) * 1.5
     pos = np.abs(x) + np.asarray(0.25, dtype)
+    ints = [np.asarray(rng.integers(-2, 3, size=x.shape), dtype) for _ in range(3)]  # ties
     sub = np.finfo(dtype).smallest_subnormal * 3
     spec = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, sub, 1.0, -1.0, 0.5, -2.5, 3.0],
                     dtype)
-    for tok, arity in opset.PROGRAM_OPS.items():
-        first = pos if tok in ("log", "sqrt", "rsqrt", "pow") else x
-        operands = [first] + [np.asarray(rng.integers(-2, 3, size=x.shape), dtype)
-                              if tok in _COMPARE or tok == "where" else _vals(rng, x.shape, dtype)
-                              for _ in range(arity - 1)]
-        if tok in _COMPARE:
-            operands[0] = np.asarray(rng.integers(-2, 3, size=x.shape), dtype)  # ties happen
-        prog = " ".join(f"i{k}" for k in range(arity)) + f" {tok} o0"
-        yield _case(f"op-{tok}", operands, prog)
-        grid = np.meshgrid(*([spec] * arity), indexing="ij")
-        yield _case(f"op-{tok}-specials", [np.ascontiguousarray(g) for g in grid], prog)
+    half = len(_UNARY) // 2
+    for name, toks in (("a", _UNARY[:half]), ("b", _UNARY[half:])):
+        yield _case(f"ops-unary-{name}", [x, pos], _unary_program(toks))
+        yield _case(f"ops-unary-{name}-specials", [spec, spec], _unary_program(toks))
+    yield _case("ops-binary", [x, _vals(rng, x.shape, dtype), pos, ints[0], ints[1]],
+                _binary_program())
+    gx, gy = (np.ascontiguousarray(g) for g in np.meshgrid(spec, spec, indexing="ij"))
+    yield _case("ops-binary-specials", [gx, gy, gx, gx, gy], _binary_program())
+    yield _case("ops-where", [x, pos, ints[2]], "i0 i1 i2 where o0")
+    grid = [np.ascontiguousarray(g) for g in np.meshgrid(spec, spec, spec, indexing="ij")]
+    yield _case("ops-where-specials", grid, "i0 i1 i2 where o0")
     yield _case("constants", [_vals(rng, (4,), dtype)],
                 "i0 c2.5 mul c-1e-3 add o0 cinf c-inf add o1 cnan i0 maximum o2 c.5 c1e2 sub o3")
     yield _case("many-inputs-outputs", [_vals(rng, (33,), dtype) for _ in range(9)],
-                random_program(rng, 9, 5, depth=2))
+                _pool(9, 5, 2))
 
 
 def fused_cases(op: opset.OpSchema, dtype: str, rng: np.random.Generator) -> Iterator[Case]:
