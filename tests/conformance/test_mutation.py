@@ -107,7 +107,9 @@ class Copy:
             "ninja").exists() else []
         ninja = shutil.which("ninja") or str(Path(sys.executable).with_name("ninja"))
         cfg = ["cmake", "-S", str(self.src), "-B", str(self.build), *gen,
-               f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]
+               f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release",
+               # the copy is outside the checkout: point it at this checkout's contract
+               f"-Dunidev_DIR={ROOT / 'unidev' / 'contract' / 'cmake'}"]
         if gen:
             cfg.append(f"-DCMAKE_MAKE_PROGRAM={ninja}")
         out = subprocess.run(cfg, capture_output=True, text=True, timeout=600)
