@@ -23,19 +23,24 @@ def plugin_sites(tmp_path_factory) -> tuple[Path, Path]:
     return make_site(tmp_path_factory.mktemp("plugins"))
 
 
-@pytest.fixture(scope="session")
-def testdev(plugin_sites) -> str:
-    """The test plugin, discoverable in this process through its entry point."""
-    from unidev.core import discovery
-
+@pytest.fixture(scope="module")
+def testdev(plugin_sites):
+    """The test plugin, discoverable in this process through its entry point — for one module
+    only: left discoverable, it would be one more plugin for every later module (the TF tests
+    built and installed a TF adapter library for it)."""
     good, _ = plugin_sites
-    if str(good) not in sys.path:
+    added = str(good) not in sys.path
+    if added:
         sys.path.insert(0, str(good))
     importlib.invalidate_caches()
     discovery.reset()
     rec = discovery.get("testdev")
     assert rec.status == "ok", rec.error
-    return "testdev"
+    yield "testdev"
+    if added and str(good) in sys.path:
+        sys.path.remove(str(good))
+        importlib.invalidate_caches()
+        discovery.reset()
 
 
 @pytest.fixture
