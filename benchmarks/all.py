@@ -1,9 +1,9 @@
-"""Every benchmark in order (kernels, PyTorch adapter, TensorFlow adapter), then README's tables.
+"""Every benchmark in order (kernels, both adapters, graph layer), then README's tables.
 
     .venv/bin/python benchmarks/all.py [--quick] [--lock /tmp/unidev-bench.lock] [--no-readme]
 
-Full: about 12 minutes on a quiet 2-core machine, writing benchmarks/results/{x86,x86_summary,
-torch_adapter,tf_adapter}.md (+ .json) and then README.md's tables (readme_tables.py). Quick
+Full: about 9 minutes on a quiet 2-core machine, writing benchmarks/results/{x86,x86_summary,
+torch_adapter,tf_adapter,graph}.md (+ .json) and then README.md's tables (readme_tables.py). Quick
 (< 2 minutes quiet): one process pair each, small problems, *_quick files, README untouched.
 """
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("run.py", "torch_adapter.py", "tf_adapter.py")
+SCRIPTS = ("run.py", "torch_adapter.py", "tf_adapter.py", "graph.py")
 
 
 def main() -> int:

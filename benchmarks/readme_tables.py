@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/readme_tables.py [--readme README.md] [--results DIR] [--check]
 
 README.md holds `<!-- bench:NAME -->` ... `<!-- /bench:NAME -->` pairs; everything between a
-pair is replaced by results/<BLOCKS[NAME]> (written by run.py, torch_adapter.py, tf_adapter.py).
+pair is replaced by results/<BLOCKS[NAME]> (written by run.py, torch_adapter.py, tf_adapter.py,
+graph.py).
 A block whose results file is missing is left as it is (and said so). `--check` changes nothing
 and exits 1 when README.md is not what the results give.
 """
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BLOCKS = {"x86": "x86_summary.md", "torch": "torch_adapter.md", "tf": "tf_adapter.md"}
+BLOCKS = {"x86": "x86_summary.md", "torch": "torch_adapter.md", "tf": "tf_adapter.md",
+          "graph": "graph.md"}
 
 
 def replace_blocks(text: str, blocks: dict[str, str]) -> str:
