@@ -401,24 +401,22 @@ static inline UD_Error* ud_kit_program_check_call(const UD_KernelArgs* a, UD_Kit
 
 /* ---- the fused ops' epilogue --------------------------------------------------------------- */
 
+/* The program operator an activation (UD_ActivationId other than none) applies. */
+static inline UD_KIT_HD int ud_kit_activation_op(int act) {
+  return act == UD_ACT_RELU ? UD_PROG_RELU
+       : act == UD_ACT_GELU ? UD_PROG_GELU
+       : act == UD_ACT_GELU_TANH ? UD_PROG_GELU_TANH
+       : act == UD_ACT_SIGMOID ? UD_PROG_SIGMOID
+       : act == UD_ACT_TANH ? UD_PROG_TANH
+       : UD_PROG_SILU;
+}
+
 static inline UD_KIT_HD double ud_kit_activation_f64(int act, double v) {
-  return act == UD_ACT_NONE ? v
-       : act == UD_ACT_RELU ? ud_kit_program_op_f64(UD_PROG_RELU, v, 0, 0)
-       : act == UD_ACT_GELU ? ud_kit_program_op_f64(UD_PROG_GELU, v, 0, 0)
-       : act == UD_ACT_GELU_TANH ? ud_kit_program_op_f64(UD_PROG_GELU_TANH, v, 0, 0)
-       : act == UD_ACT_SIGMOID ? ud_kit_program_op_f64(UD_PROG_SIGMOID, v, 0, 0)
-       : act == UD_ACT_TANH ? ud_kit_program_op_f64(UD_PROG_TANH, v, 0, 0)
-       : ud_kit_program_op_f64(UD_PROG_SILU, v, 0, 0);
+  return act == UD_ACT_NONE ? v : ud_kit_program_op_f64(ud_kit_activation_op(act), v, 0, 0);
 }
 
 static inline UD_KIT_HD float ud_kit_activation_f32(int act, float v) {
-  return act == UD_ACT_NONE ? v
-       : act == UD_ACT_RELU ? ud_kit_program_op_f32(UD_PROG_RELU, v, 0, 0)
-       : act == UD_ACT_GELU ? ud_kit_program_op_f32(UD_PROG_GELU, v, 0, 0)
-       : act == UD_ACT_GELU_TANH ? ud_kit_program_op_f32(UD_PROG_GELU_TANH, v, 0, 0)
-       : act == UD_ACT_SIGMOID ? ud_kit_program_op_f32(UD_PROG_SIGMOID, v, 0, 0)
-       : act == UD_ACT_TANH ? ud_kit_program_op_f32(UD_PROG_TANH, v, 0, 0)
-       : ud_kit_program_op_f32(UD_PROG_SILU, v, 0, 0);
+  return act == UD_ACT_NONE ? v : ud_kit_program_op_f32(ud_kit_activation_op(act), v, 0, 0);
 }
 
 /* conv2d_bias_act / gemm_bias_act (op: UD_OP_CONV2D_BIAS_ACT or UD_OP_GEMM_BIAS_ACT): the
