@@ -84,6 +84,13 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"  claims tier {s.conformance.tier}; host-addressable memory: {s.host_addressable}")
         for key, why in s.conformance.exclusions.items():
             print(f"  excludes    {key}: {why}")
+    if getattr(args, "algorithms", False) and s:
+        from .algorithms.cli import print_algorithms
+
+        try:
+            print_algorithms(rec.name)
+        except Exception as exc:  # a plugin's broken hook must not hide the rest of its info
+            print(f"  algorithms: the plugin's unidev_algorithms hook failed: {exc}")
     if rec.library is None:
         return 1 if rec.status == discovery.BROKEN else 0
     lib = rec.library
@@ -173,13 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "info":
             sp.add_argument("name", help="plugin name, e.g. aurora")
             sp.add_argument("--dtypes", action="store_true", help="list dtypes per op")
+            sp.add_argument("--algorithms", action="store_true",
+                            help="list the algorithms per op (unidev.algorithms)")
     _extend(sub)
     return p
 
 
 def _extend(sub) -> None:
     """Subcommands contributed by other unidev modules (adapters, conformance) when present."""
-    for mod in ("unidev.conformance.cli", "unidev.adapters.cli", "unidev.demo", "unidev.graph.cli"):
+    for mod in ("unidev.conformance.cli", "unidev.adapters.cli", "unidev.demo", "unidev.graph.cli",
+                "unidev.algorithms.cli"):
         try:
             if importlib.util.find_spec(mod) is None:
                 continue

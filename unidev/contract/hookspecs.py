@@ -61,3 +61,23 @@ def unidev_debug_counters() -> dict[str, int]:
     exported C function that this hook calls with ctypes (plugins/x86: ``ud_x86_debug_counter``).
     Callers use ``unidev.debug_counters(name)``, which returns ``{}`` for a plugin without the hook.
     """
+
+
+@hookspec(firstresult=True)
+def unidev_algorithms() -> dict:
+    """Optional: the plugin's algorithms per op, ``{op: [unidev.algorithms.AlgorithmSpec, ...]}``.
+
+    For the ops with an ``algorithm`` attribute (conv2d, conv2d_backward_input,
+    conv2d_backward_weight, conv2d_bias_act). Each spec (a dict of the same fields also works)
+    names what the kernel accepts as ``algorithm`` besides ``"auto"``, with a one-line
+    description, the dtypes it supports (None: every dtype the op's kernel has), the
+    declarative rules a layer must meet (``requires``: ``kernel``, ``stride``, ``dilation``,
+    ``groups``, ``min_channels``; see ``unidev.algorithms.RULES``) and optionally ``applies``, a
+    predicate of a ``unidev.algorithms.Layer`` returning None or why it cannot run the layer.
+    ``unidev.algorithms`` refuses a selection that breaks them at swap time, before any call;
+    the kernel must still reject what it cannot run (UD_ERR_INVALID_ARGUMENT / UNSUPPORTED).
+
+    ``unidev info NAME --algorithms`` prints the table; ``unidev.torch.swap_conv2d`` and
+    ``unidev.algorithms.autotune`` choose among its entries. Must be cheap and import no
+    framework; a plugin without the hook offers only ``"auto"``.
+    """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "unidev_debug_counters", "unidev_plugin"]
+__all__ = ["library_path", "unidev_algorithms", "unidev_debug_counters", "unidev_plugin"]
 
 _LIBRARY = "libunidev_arm64.so"
 
@@ -58,3 +58,20 @@ def unidev_debug_counters() -> dict[str, int]:
     while (n := name_of(len(names))) is not None:
         names.append(n)
     return {n.decode(): int(value(n)) for n in names}
+
+
+# plugins/x86's src/dense/conv.cpp built without oneDNN: its "auto" picks among these three
+_CONV_ALGORITHMS = (
+    ("direct", "direct loops (ISPC for depthwise); for thin or depthwise layers", {}),
+    ("im2col", "im2col + OpenBLAS GEMM per (image, group)", {}),
+    ("winograd", "Winograd F(2x2, 3x3): 16 GEMMs over 4x4 tiles",
+     {"kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}),
+)
+
+
+@hookimpl
+def unidev_algorithms() -> dict:
+    """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
+    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
+    return {op: [dict(name=n, description=d, requires=r) for n, d, r in _CONV_ALGORITHMS]
+            for op in ops}

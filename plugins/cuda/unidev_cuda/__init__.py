@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "library_dirs", "status", "unidev_plugin"]
+__all__ = ["library_path", "library_dirs", "status", "unidev_algorithms", "unidev_plugin"]
 
 _LIBRARY = "libunidev_cuda.so"
 _ENV = "UNIDEV_CUDA_LIBRARY_PATH"
@@ -63,3 +63,18 @@ def unidev_plugin() -> PluginSpec:
         description="NVIDIA GPUs: CUDA kernels, cuBLAS (matmul, im2col) and cuDNN (conv2d)",
         conformance=Conformance(tier=2),
     )
+
+
+# What src/check.cpp accepts as a conv `algorithm` besides "auto"
+_CONV_ALGORITHMS = (
+    ("cudnn", "cuDNN, the first algorithm its heuristics rank usable (no tensor-op math)"),
+    ("direct", "the plugin's direct convolution kernels (NCHW)"),
+    ("im2col", "the plugin's im2col kernel + cuBLAS GEMM"),
+)
+
+
+@hookimpl
+def unidev_algorithms() -> dict:
+    """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
+    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
+    return {op: [dict(name=n, description=d) for n, d in _CONV_ALGORITHMS] for op in ops}

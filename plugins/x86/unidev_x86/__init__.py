@@ -6,7 +6,7 @@ from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "unidev_debug_counters", "unidev_plugin"]
+__all__ = ["library_path", "unidev_algorithms", "unidev_debug_counters", "unidev_plugin"]
 
 _LIBRARY = "libunidev_x86.so"
 
@@ -60,3 +60,22 @@ def unidev_debug_counters() -> dict[str, int]:
     while (n := name_of(len(names))) is not None:
         names.append(n)
     return {n.decode(): int(value(n)) for n in names}
+
+
+# What src/dense/conv.cpp accepts as `algorithm` besides "auto" (its header says what auto picks):
+# name, description, dtypes (None: every conv dtype), rules (unidev.algorithms.RULES)
+_CONV_ALGORITHMS = (
+    ("onednn", "oneDNN's convolution primitives (NCHW or channels-last)", ("float32",), {}),
+    ("direct", "direct loops (ISPC for depthwise); for thin or depthwise layers", None, {}),
+    ("im2col", "im2col + OpenBLAS GEMM per (image, group)", None, {}),
+    ("winograd", "Winograd F(2x2, 3x3): 16 GEMMs over 4x4 tiles", None,
+     {"kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}),
+)
+
+
+@hookimpl
+def unidev_algorithms() -> dict:
+    """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
+    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
+    return {op: [dict(name=n, description=d, dtypes=t, requires=r) for n, d, t, r in
+                 _CONV_ALGORITHMS] for op in ops}

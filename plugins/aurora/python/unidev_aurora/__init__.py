@@ -7,7 +7,7 @@ from pathlib import Path
 
 from unidev.kit import Conformance, PluginSpec, hookimpl
 
-__all__ = ["library_path", "unidev_debug_counters", "unidev_plugin"]
+__all__ = ["library_path", "unidev_algorithms", "unidev_debug_counters", "unidev_plugin"]
 
 _COUNTERS = ("layout_copies",)
 
@@ -42,3 +42,18 @@ def unidev_debug_counters() -> dict[str, int]:
     value = lib.ud_aurora_debug_counter
     value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_char_p]
     return {name: int(value(name.encode())) for name in _COUNTERS}
+
+
+# What src/conv.cpp accepts as `algorithm` besides "auto" ("auto" also has register tiles for
+# unit-stride layers with few input taps, which no name selects)
+_CONV_ALGORITHMS = (
+    ("im2col", "im2col + BLAS GEMM per (image, group) on a column buffer"),
+    ("direct", "direct loops over output planes, one per core, output rows as the vector loop"),
+)
+
+
+@hookimpl
+def unidev_algorithms() -> dict:
+    """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
+    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
+    return {op: [dict(name=n, description=d) for n, d in _CONV_ALGORITHMS] for op in ops}

@@ -8,6 +8,9 @@
 #include "unidev_torch.h"
 
 namespace ut = unidev_torch;
+namespace unidev_torch {  // aten/nn.cpp: this thread's conv algorithms (unidev.torch.swap_conv2d)
+void set_conv_algorithms(const std::string& fwd, const std::string& gx, const std::string& gw);
+}
 namespace py = pybind11;
 
 namespace {
@@ -56,4 +59,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("op_counts", &ut::op_counts);
   m.def("reset_op_counts", &ut::reset_op_counts);
   m.def("set_fallback_mode", &ut::set_fallback_mode);
+  m.def("set_conv_algorithms", &ut::set_conv_algorithms, "this thread's conv2d, grad_x, grad_w "
+        "algorithms for the next calls (\"\": the op's default)");
 }

@@ -49,6 +49,15 @@ Tensor& k_addmm(const Tensor& c, const Tensor& a, const Tensor& b, const Scalar&
   return out;
 }
 
+// unidev.torch.swap_conv2d's algorithms (forward, grad_x, grad_w; "" = the op's default), per
+// thread: its autograd Function sets them around each call, and backward runs on autograd's own
+// device thread.
+thread_local std::string t_conv_algo[3];
+Attrs& algo(Attrs& a, int dir, int k) {
+  if (!t_conv_algo[dir].empty()) a.s(k, t_conv_algo[dir].c_str());
+  return a;
+}
+
 int64_t conv_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (n + 2 * p - d * (k - 1) - 1) / s + 1;
 }
@@ -80,10 +89,10 @@ Tensor k_conv(const Tensor& x, const Tensor& w, const OptTensor& bias, IntArrayR
   Tensor y = at::empty({x.size(0), w.size(0), conv_out(x.size(2), w.size(2), stride[0], padding[0],
                         dilation[0]), conv_out(x.size(3), w.size(3), stride[1], padding[1],
                         dilation[1])}, x.options().memory_format(conv_format(x, w)));
+  Attrs at = Attrs(UD_OP_CONV2D).ints(UD_ATTR_CONV2D_STRIDE, stride).ints(UD_ATTR_CONV2D_PADDING, padding)
+      .ints(UD_ATTR_CONV2D_DILATION, dilation).i(UD_ATTR_CONV2D_GROUPS, groups);
   call(UD_OP_CONV2D, x.scalar_type(), {desc(x), desc(w), opt_desc(bias)}, {desc(y)},
-       Attrs(UD_OP_CONV2D).ints(UD_ATTR_CONV2D_STRIDE, stride).ints(UD_ATTR_CONV2D_PADDING, padding)
-           .ints(UD_ATTR_CONV2D_DILATION, dilation).i(UD_ATTR_CONV2D_GROUPS, groups),
-       x.device().index());
+       algo(at, 0, UD_ATTR_CONV2D_ALGORITHM), x.device().index());
   return y;
 }
 
@@ -106,20 +115,20 @@ std::tuple<Tensor, Tensor, Tensor> k_conv_backward(
   if (mask[0]) {
     gx = at::empty(x.sizes(), x.options().memory_format(fmt));
     call(UD_OP_CONV2D_BACKWARD_INPUT, x.scalar_type(), {desc(gy), desc(w)}, {desc(gx)},
-         Attrs(UD_OP_CONV2D_BACKWARD_INPUT).ints(UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, x.sizes())
+         algo(Attrs(UD_OP_CONV2D_BACKWARD_INPUT).ints(UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, x.sizes())
              .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, stride)
              .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_PADDING, padding)
              .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_DILATION, dilation)
-             .i(UD_ATTR_CONV2D_BACKWARD_INPUT_GROUPS, groups), dev);
+             .i(UD_ATTR_CONV2D_BACKWARD_INPUT_GROUPS, groups), 1, UD_ATTR_CONV2D_BACKWARD_INPUT_ALGORITHM), dev);
   }
   if (mask[1]) {
     gw = at::empty(w.sizes(), w.options().memory_format(fmt));
     call(UD_OP_CONV2D_BACKWARD_WEIGHT, x.scalar_type(), {desc(gy), desc(x)}, {desc(gw)},
-         Attrs(UD_OP_CONV2D_BACKWARD_WEIGHT).ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, w.sizes())
+         algo(Attrs(UD_OP_CONV2D_BACKWARD_WEIGHT).ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, w.sizes())
              .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE, stride)
              .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_PADDING, padding)
              .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_DILATION, dilation)
-             .i(UD_ATTR_CONV2D_BACKWARD_WEIGHT_GROUPS, groups), dev);
+             .i(UD_ATTR_CONV2D_BACKWARD_WEIGHT_GROUPS, groups), 2, UD_ATTR_CONV2D_BACKWARD_WEIGHT_ALGORITHM), dev);
   }
   if (mask[2]) gb = gy.sum(at::IntArrayRef{0, 2, 3});
   return {gx, gw, gb};
@@ -367,6 +376,10 @@ Tensor k_mse_loss_backward_fn(const Tensor& gl, const Tensor& x, const Tensor& t
 }
 
 }  // namespace
+
+void set_conv_algorithms(const std::string& fwd, const std::string& gx, const std::string& gw) {
+  t_conv_algo[0] = fwd, t_conv_algo[1] = gx, t_conv_algo[2] = gw;
+}
 
 UD_TORCH_REGISTER(UD_TORCH_ROWS_NN)
 
