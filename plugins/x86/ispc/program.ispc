@@ -1,6 +1,7 @@
 // program.ispc — elementwise_program's interpreter (the kernel_lookup kernel, and kernel_compile's
 // where no ISPC runs): the program parsed by plugin_kit.h (src/program.c), token by token over a
-// block of n <= cap contiguous elements, each token one vectorized loop over the block.
+// block of n <= cap contiguous elements, each token one vectorized loop over the block; and the
+// conv/gemm fused ops' epilogue (bias, residual, activation) through the same operators.
 #include "program.isph"
 
 struct UD_ProgTok {  // plugin_kit.h's UD_KitInstr
@@ -18,6 +19,19 @@ static const uniform int32 g_arity[] = {
 #include "program_ops.def"
 #undef UD_POP
 };
+
+// r[j] = op(pa[j], pb[j], pc[j]) for j < n (r may be an operand)
+template <typename T>
+static inline void apply(uniform int op, uniform int64 n, uniform T *uniform r,
+                         const uniform T *uniform pa, const uniform T *uniform pb,
+                         const uniform T *uniform pc) {
+  switch (op) {
+#define UD_POP(N, A, E) \
+  case UD_PO_##N: foreach (j = 0 ... n) { T a = pa[j], b = pb[j], c = pc[j]; r[j] = E; } break;
+#include "program_ops.def"
+#undef UD_POP
+  }
+}
 
 // scratch: the stack's slots, then the 16 registers, then the outputs (cap elements each); the
 // outputs stay in scratch (the caller copies them out), so an output may be an input's memory
@@ -44,27 +58,31 @@ static void interpret(uniform int64 n, const uniform UD_ProgTok *uniform p, unif
       d--;
       continue;
     }
-    switch (k == 5 ? arg : -1) {
-#define UD_POP(N, A, E)                  \
-  case UD_PO_##N:                        \
-    foreach (j = 0 ... n) {              \
-      T a = pa[j], b = pb[j], c = pc[j]; \
-      r[j] = E;                          \
-    }                                    \
-    break;
-#include "program_ops.def"
-#undef UD_POP
-    }
+    if (k == 5) apply<T>(arg, n, r, pa, pb, pc);
     d -= ar;
     stk[d++] = r;
   }
 }
-#define UD_ARGS                                                                             \
-  uniform int64 n, const uniform UD_ProgTok *uniform p, uniform int32 ntok,                 \
-      void *uniform *uniform xs, void *uniform s, uniform int64 cap, uniform int32 max_stack
-export void ud_prog_interp_f32(UD_ARGS) {
-  interpret<float>(n, p, ntok, xs, (uniform float *uniform)s, cap, max_stack);
-}
-export void ud_prog_interp_f64(UD_ARGS) {
-  interpret<double>(n, p, ntok, xs, (uniform double *uniform)s, cap, max_stack);
-}
+#define UD_INTERP(T, SFX)                                                                   \
+  export void ud_prog_interp_##SFX(uniform int64 n, const uniform UD_ProgTok *uniform p,    \
+                                   uniform int32 ntok, void *uniform *uniform xs,          \
+                                   void *uniform s, uniform int64 cap, uniform int32 max_stack) { \
+    interpret<T>(n, p, ntok, xs, (uniform T *uniform)s, cap, max_stack);                     \
+  }
+UD_INTERP(float, f32)
+UD_INTERP(double, f64)
+
+// The fused ops' epilogue (src/dense/dense_common.h) over n contiguous elements of y:
+// y = act(y + bias + r) in T, op a UD_PROG_* operator of arity 1 (-1: none); bias null, one
+// value (per_elem 0) or one per element; r null or contiguous. A few passes over a row in cache.
+#define UD_EPI(T, SFX)                                                                         \
+  export void ud_epilogue_##SFX(uniform int64 n, uniform T *uniform y,                        \
+                                const uniform T *uniform b, uniform int32 per_elem,            \
+                                const uniform T *uniform r, uniform int32 op) {                \
+    if (per_elem) foreach (j = 0 ... n) y[j] += b[j];                                          \
+    else if (b != NULL) foreach (j = 0 ... n) y[j] += b[0];                                    \
+    if (r != NULL) foreach (j = 0 ... n) y[j] += r[j];                                         \
+    apply<T>(op, n, y, y, y, y);                                                               \
+  }
+UD_EPI(float, f32)
+UD_EPI(double, f64)

@@ -257,10 +257,8 @@ void run(const ConvCall& c) {
     ud_x86_map(nullptr, 2, views, nullptr);
   }
   run_conv(c, st, empty, nhwc, bias, o);
-  if (!fused_dnn && (c.residual || c.act != UD_ACT_NONE))
-    epilogue<T>(out, nullptr, c.residual, c.act);
-  else if (fused_dnn && !dnn_act(c.act))
-    epilogue<T>(out, nullptr, nullptr, c.act);
+  if (fused_dnn ? !dnn_act(c.act) : c.residual || c.act != UD_ACT_NONE)
+    epilogue<T>(out, nullptr, fused_dnn ? nullptr : c.residual, c.act);
 }
 
 
