@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["load", "device_name", "fallback_report", "reset_fallbacks", "registered_ops"]
+__all__ = ["load", "device_name", "fallback_report", "reset_fallbacks", "registered_ops",
+           "swap_conv2d", "swap_backend", "unswap", "algorithm_selection"]
 
 
 def load() -> str:
@@ -36,3 +37,34 @@ def registered_ops() -> list[str]:
     from .adapters.torch import _backend
 
     return list(_backend.load().ext.registered_ops())
+
+
+def swap_conv2d(model, selector="auto", *, example_inputs=None):
+    """Choose the algorithm of every ``nn.Conv2d`` of `model` (forward and both gradients), in
+    place: a name, a list (one per conv layer), a function of the layer, "auto" or "autotune".
+    See unidev.algorithms.torch_frontend.swap_backend and docs/algorithms.md."""
+    from .algorithms import torch_frontend
+
+    return torch_frontend.swap_conv2d(model, selector, example_inputs=example_inputs)
+
+
+def swap_backend(model, selectors, *, example_inputs=None):
+    """Like swap_conv2d with a selector per op: ``{"conv2d": s, "conv2d_backward_input": s2,
+    "conv2d_backward_weight": s3}`` ("conv2d"'s serves a gradient left out)."""
+    from .algorithms import torch_frontend
+
+    return torch_frontend.swap_backend(model, selectors, example_inputs=example_inputs)
+
+
+def unswap(model) -> None:
+    """Undo swap_conv2d / swap_backend: the convs run the plugin's "auto" again."""
+    from .algorithms import torch_frontend
+
+    torch_frontend.unswap(model)
+
+
+def algorithm_selection(model) -> dict:
+    """Swapped conv layer name -> {op: algorithm} (and the autotuned choice per input shape)."""
+    from .algorithms import torch_frontend
+
+    return torch_frontend.selection(model)

@@ -11,7 +11,7 @@ from ..contract import hookspecs, opset
 from ..core import discovery
 from .spec import CONV_OPS, AlgorithmError, AlgorithmSpec, Layer
 
-__all__ = ["algorithms", "find", "register", "unregister", "kernel_dtypes"]
+__all__ = ["algorithms", "custom", "find", "register", "unregister", "kernel_dtypes"]
 
 _plugin_cache: dict[str, dict[str, list[AlgorithmSpec]]] = {}
 _custom: dict[str, dict[str, AlgorithmSpec]] = {}  # op -> name -> spec
@@ -105,6 +105,11 @@ def register(op: str, name: str, fn: Callable[..., Any], description: str = "",
                                  "algorithm of that name")
     _custom.setdefault(op, {})[name] = spec
     return spec
+
+
+def custom(op: str, name: str) -> AlgorithmSpec | None:
+    """The registered composite `name` of `op`, None if there is none."""
+    return _custom.get(op, {}).get(name)
 
 
 def unregister(op: str, name: str) -> None:
