@@ -72,3 +72,33 @@ def test_conv_bias_relu_and_gemm_bias_gelu(dev):
     want = reference.run("gelu", [av @ w2 + b2])[0]
     np.testing.assert_allclose(cp.run([DeviceArray.from_numpy(av, dev)])[0].numpy(), want,
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "gelu", "tanh"])
+def test_fused_epilogue_on_views_against_the_reference(dev, act):
+    # the epilogue walks rows along whichever dim is contiguous: NCHW planes, channels-last
+    # (per-channel bias along the row), [M, N] rows, and no bias at all; nan stays nan
+    from unidev.core import ops
+    x = rng.standard_normal((2, 5, 6, 8)).astype(np.float32)  # NHWC
+    x[0, 0, 0, 0] = np.nan
+    w = (rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    r = rng.standard_normal((2, 8, 5, 6)).astype(np.float32)
+    attrs = {"padding": (1, 1), "activation": act}
+    want = reference.run("conv2d_bias_act", [x.transpose(0, 3, 1, 2), w, b, r], dict(attrs))[0]
+    cl = [DeviceArray.from_numpy(a.transpose(0, 2, 3, 1).copy(), dev).transpose(0, 3, 1, 2)
+          for a in (np.zeros_like(r), r)]
+    dx = DeviceArray.from_numpy(x, dev).transpose(0, 3, 1, 2)
+    for res, out in ((cl[1], cl[0]), (DeviceArray.from_numpy(r, dev), None)):
+        y = ops.call("conv2d_bias_act", dx, DeviceArray.from_numpy(w, dev),
+                     DeviceArray.from_numpy(b, dev), res, out=out, **attrs)
+        y = out if out is not None else y
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4, equal_nan=True)
+    a = rng.standard_normal((7, 5)).astype(np.float32)
+    a[3, 1] = np.nan
+    m = rng.standard_normal((5, 3)).astype(np.float32)
+    gw = {"activation": act, "alpha": 1.0}
+    want = reference.run("gemm_bias_act", [a, m, None, None], dict(gw))[0]
+    got = ops.call("gemm_bias_act", DeviceArray.from_numpy(a, dev), DeviceArray.from_numpy(m, dev),
+                   None, None, **gw)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5, equal_nan=True)

@@ -52,15 +52,11 @@ static void interpret(uniform int64 n, const uniform UD_ProgTok *uniform p, unif
     if (k == 0) r = (uniform T * uniform) xs[arg];
     if (k == 1) foreach (j = 0 ... n) r[j] = (uniform T)p[t].value;
     if (k == 3) foreach (j = 0 ... n) r[j] = reg[arg * cap + j];
-    if (k == 2 || k == 4) { /* outputs after the registers */
-      uniform T *uniform dst = reg + (k == 2 ? arg : 16 + arg) * cap;
-      foreach (j = 0 ... n) dst[j] = top[j];
-      d--;
-      continue;
-    }
+    if (k == 2 || k == 4) /* a store or an output pops (outputs after the registers) */
+      foreach (j = 0 ... n) reg[(k == 2 ? arg : 16 + arg) * cap + j] = top[j];
     if (k == 5) apply<T>(arg, n, r, pa, pb, pc);
-    d -= ar;
-    stk[d++] = r;
+    if (k == 2 || k == 4) d--;
+    else d -= ar, stk[d++] = r;
   }
 }
 #define UD_INTERP(T, SFX)                                                                   \

@@ -208,11 +208,9 @@ bool dnn_act(int act) { return act != UD_ACT_RELU && act != UD_ACT_GELU; }
 template <class T>
 void run_conv(const ConvCall& c, const Staged& st, bool empty, bool nhwc, const T* bias, T* o) {
   const UD_Tensor& out = st.s[2].t;
-  const int64_t n_out = ud_kit_numel(&out);
   if (empty) {  // an empty sum: bias or zero
-    const int64_t plane = n_out / (out.shape[0] * out.shape[1]);
-    for (int64_t i = 0; i < n_out; i++) o[i] = bias ? bias[i / plane % out.shape[1]] : T(0);
-    return;
+    std::fill(o, o + ud_kit_numel(&out), T(0));
+    return epilogue<T>(out, bias, nullptr, UD_ACT_NONE);
   }
   const T* i0 = data_ptr<T>(st.s[0].t);
   const T* i1 = data_ptr<T>(st.s[1].t);
@@ -263,7 +261,8 @@ void run(const ConvCall& c) {
 
 
 // which: a ConvDir, or 3 for conv2d_bias_act (forward, then the epilogue)
-UD_Error* conv_kernel(int which, const UD_KernelArgs* a) {
+template <int which>
+UD_Error* conv_kernel(const UD_KernelArgs* a) {
   const ConvOp& k = kOps[which];
   const UD_OpInfo* info = ud_op_info(k.op);
   const ConvDir dir = which == 3 ? ConvDir::forward : ConvDir(which);
@@ -302,21 +301,15 @@ UD_Error* conv_kernel(int which, const UD_KernelArgs* a) {
   return by_dtype(c.op, c.in0->dtype, [&](auto t) { run<decltype(t)>(c); });
 }
 
-template <int which>
-UD_Error* conv_entry(const UD_KernelArgs* a) {
-  return conv_kernel(which, a);
-}
-
 }  // namespace
 }  // namespace ud_dense
 
-using ud_dense::conv_entry;
-using ud_dense::omp_kernel;
+using namespace ud_dense;  // the tables below name its kernels
 
 extern "C" const UD_X86Kernel ud_x86_conv_kernels[] = {
-    {UD_OP_CONV2D, UD_X86_FLOAT, omp_kernel<conv_entry<0>>},
-    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, omp_kernel<conv_entry<1>>},
-    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, omp_kernel<conv_entry<2>>},
-    {UD_OP_CONV2D_BIAS_ACT, UD_X86_FLOAT, omp_kernel<conv_entry<3>>},
+    {UD_OP_CONV2D, UD_X86_FLOAT, omp_kernel<conv_kernel<0>>},
+    {UD_OP_CONV2D_BACKWARD_INPUT, UD_X86_FLOAT, omp_kernel<conv_kernel<1>>},
+    {UD_OP_CONV2D_BACKWARD_WEIGHT, UD_X86_FLOAT, omp_kernel<conv_kernel<2>>},
+    {UD_OP_CONV2D_BIAS_ACT, UD_X86_FLOAT, omp_kernel<conv_kernel<3>>},
     {0, 0, nullptr},
 };

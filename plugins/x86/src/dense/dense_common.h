@@ -118,25 +118,23 @@ void pack(const UD_Tensor& t, T* dense, bool to_view) {
 // loop along a dim where t and r are contiguous (NCHW: the h*w plane; NHWC or [M, N]: dim 1).
 template <class T>
 void epilogue(const UD_Tensor& t, const T* bias, const UD_Tensor* r, int act) {
-  static const int kOp[UD_ACT_COUNT] = {-1, UD_PROG_RELU, UD_PROG_GELU, UD_PROG_GELU_TANH,
-                                        UD_PROG_SIGMOID, UD_PROG_TANH, UD_PROG_SILU};
   int64_t n[4] = {1, 1, 1, 1}, ts[4] = {0, 0, 0, 0}, rs[4] = {0, 0, 0, 0}, in = -1;
   for (int d = 0; d < t.ndim; d++)
     n[d] = t.shape[d], ts[d] = t.strides[d], rs[d] = r ? r->strides[d] : 0;
   for (int d = 0; d < 4; d++) in = n[d] > 1 && ts[d] == 1 && (!r || rs[d] == 1) ? d : in;
   if (in == 3 && ts[2] == n[3] && (!r || rs[2] == n[3])) n[3] *= n[2], n[2] = 1;  // whole planes
   const int64_t len = in < 0 ? 1 : n[in], rows = n[0] * n[1] * n[2] * n[3] / len;
-  T* p = data_ptr<T>(t);
-  const T* q = r ? data_ptr<T>(*r) : nullptr;
+  const int op = act == UD_ACT_NONE ? -1 : ud_kit_activation_op(act);
 #pragma omp parallel for schedule(static) if (rows * len >= 32768)
   for (int64_t row = 0; row < rows; row++) {
     int64_t i[4] = {0, 0, 0, 0}, rem = row, o = 0, ro = 0;
     for (int d = 3; d >= 0; o += i[d] * ts[d], ro += i[d] * rs[d], d--)
       if (d != in) i[d] = rem % n[d], rem /= n[d];
-    const T *b = bias ? bias + i[1] : nullptr, *rr = q ? q + ro : nullptr;
+    T* y = data_ptr<T>(t) + o;
+    const T *b = bias ? bias + i[1] : nullptr, *rr = r ? data_ptr<T>(*r) + ro : nullptr;
     if constexpr (std::is_same_v<T, float>)
-      ispc::ud_epilogue_f32(len, p + o, b, b && in == 1, rr, kOp[act]);
-    else ispc::ud_epilogue_f64(len, p + o, b, b && in == 1, rr, kOp[act]);
+      ispc::ud_epilogue_f32(len, y, b, b && in == 1, rr, op);
+    else ispc::ud_epilogue_f64(len, y, b, b && in == 1, rr, op);
   }
 }
 

@@ -120,7 +120,8 @@ void run(const UD_Tensor& a, const UD_Tensor& b, const UD_Tensor* c, const UD_Te
 
 // matmul: a [.., m, k] @ b [.., k, n]; gemm: 2-D, alpha * a @ b + beta * c; gemm_bias_act:
 // act(alpha * a @ b + bias + residual), the residual as gemm's c (beta 1), then one epilogue pass.
-UD_Error* matmul_kernel(const UD_KernelArgs* args, int id) {
+template <int id>
+UD_Error* k_matmul(const UD_KernelArgs* args) {
   const bool is_gemm = id != UD_OP_MATMUL, fused = id == UD_OP_GEMM_BIAS_ACT;
   const char* op = ud_op_info(id)->name;
   int act = UD_ACT_NONE;
@@ -160,16 +161,10 @@ UD_Error* matmul_kernel(const UD_KernelArgs* args, int id) {
   });
 }
 
-template <int id>
-UD_Error* k_matmul(const UD_KernelArgs* args) {
-  return matmul_kernel(args, id);
-}
-
 }  // namespace
 }  // namespace ud_dense
 
-using ud_dense::k_matmul;
-using ud_dense::omp_kernel;
+using namespace ud_dense;  // the tables below name its kernels
 
 extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
     {UD_OP_MATMUL, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_MATMUL>>},
