@@ -6,13 +6,17 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from ..contract.opset import PROGRAM_LIMITS, PROGRAM_OPS
 from .errors import InvalidArgumentError
 
-__all__ = ["Instr", "Program", "parse_program", "format_constant", "evaluate", "OP_FUNCTIONS"]
+__all__ = ["Instr", "Program", "parse_program", "format_constant", "evaluate", "run",
+           "OP_FUNCTIONS"]
+
+V = TypeVar("V")
 
 # the c<num> grammar (plugin_kit.h's ud_kit_program_parse accepts exactly this): a decimal
 # with optional fraction and exponent, or inf / -inf / nan; no hex, no underscores, no '+inf'
@@ -205,28 +209,36 @@ OP_FUNCTIONS: dict[str, Callable] = {
 assert set(OP_FUNCTIONS) == set(PROGRAM_OPS)
 
 
+def run(prog: Program, inputs: Sequence[V], const: Callable[[float], V],
+        apply: Callable[[str, list[V]], V]) -> list[V]:
+    """The program's outputs as a stack machine over any values: `const` makes a c<num>, `apply`
+    an operator (name, operands) — numpy arrays for evaluate, graph values for the unfuse pass."""
+    stack: list[V] = []
+    regs: dict[int, V] = {}
+    outs: dict[int, V] = {}
+    for ins in prog.instrs:
+        if ins.kind == "input":
+            stack.append(inputs[ins.arg])
+        elif ins.kind == "const":
+            stack.append(const(ins.value))
+        elif ins.kind == "store":
+            regs[ins.arg] = stack.pop()
+        elif ins.kind == "load":
+            stack.append(regs[ins.arg])
+        elif ins.kind == "output":
+            outs[ins.arg] = stack.pop()
+        else:
+            n = PROGRAM_OPS[ins.arg]
+            args = stack[len(stack) - n:]
+            del stack[len(stack) - n:]
+            stack.append(apply(ins.arg, args))
+    return [outs[k] for k in range(prog.num_outputs)]
+
+
 def evaluate(prog: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The program's outputs in float64, elementwise over the (already broadcast) inputs."""
     xs = [_f(x) for x in inputs]
     shape = np.broadcast_shapes(*(x.shape for x in xs))
-    stack: list[np.ndarray] = []
-    regs: dict[int, np.ndarray] = {}
-    outs: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        for ins in prog.instrs:
-            if ins.kind == "input":
-                stack.append(xs[ins.arg])
-            elif ins.kind == "const":
-                stack.append(np.float64(ins.value))
-            elif ins.kind == "store":
-                regs[ins.arg] = stack.pop()
-            elif ins.kind == "load":
-                stack.append(regs[ins.arg])
-            elif ins.kind == "output":
-                outs[ins.arg] = stack.pop()
-            else:
-                n = PROGRAM_OPS[ins.arg]
-                args = stack[len(stack) - n:]
-                del stack[len(stack) - n:]
-                stack.append(_f(OP_FUNCTIONS[ins.arg](*args)))
-    return [np.broadcast_to(_f(outs[k]), shape) for k in range(prog.num_outputs)]
+        outs = run(prog, xs, np.float64, lambda op, args: _f(OP_FUNCTIONS[op](*args)))
+    return [np.broadcast_to(_f(o), shape) for o in outs]

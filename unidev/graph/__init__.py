@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# dump (the canonical key's text) loads with the package, not on the first compile: without
+# bytecode caches a fresh process paid ~1.5 ms there (fuse.py loads core.program, ~3 ms, likewise)
+from . import dump  # noqa: F401
 from .cache import compile
 from .evaluate import evaluate
 from .executor import CompiledPlan, load

@@ -480,6 +480,14 @@ class Graph:
                     stack.append((nxt, iter(sorted(deps[nxt], key=pos.__getitem__))))
         return done
 
+    def acyclic(self) -> bool:
+        """Whether order() succeeds: passes try a rewrite, and undo it where it made a cycle."""
+        try:
+            self.order()
+        except GraphError:
+            return False
+        return True
+
     def check(self) -> Graph:
         """Re-validate after rewiring: every value reachable, no cycles; returns self."""
         for n in self.nodes:

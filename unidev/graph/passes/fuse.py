@@ -8,6 +8,7 @@ import numpy as np
 
 from ...contract import opset
 from ...core.errors import InvalidArgumentError
+from ...core.program import format_constant
 from ..ir import Graph, Node, Value
 
 __all__ = ["run", "fold_batch_norm", "fuse_epilogues", "fuse_elementwise"]
@@ -63,12 +64,24 @@ def fold_batch_norm(g: Graph) -> int:
     return folded
 
 
-def _acyclic(g: Graph) -> bool:
-    try:
-        g.order()
-    except InvalidArgumentError:
-        return False
-    return True
+def _kept(g: Graph, moved: list[tuple[Value, Value]], made: list[Node]) -> bool:
+    """Whether a rewrite (readers of each old value moved to its new one, nodes `made` added)
+    left g acyclic; else it is undone."""
+    if g.acyclic():
+        return True
+    for old, v in moved:
+        g.replace(v, old)
+    for n in made:
+        g.remove(n)
+    return False
+
+
+def _cleaned(g: Graph, fused: int) -> int:
+    """fused, after removing what the rewrites left dead."""
+    if fused:
+        from . import dce
+        dce.run(g)
+    return fused
 
 
 # ---- conv2d / gemm / matmul epilogues --------------------------------------------------------
@@ -161,16 +174,11 @@ def fuse_epilogues(g: Graph, has_kernel: Callable[[str, str], bool] | None = Non
             continue
         new = g.node(op, ins, attrs)
         g.replace(last, new.outputs[0])
-        if not _acyclic(g):  # e.g. the residual is a value updated in place after x is read
-            g.replace(new.outputs[0], last)
-            g.remove(new)
-            continue
+        if not _kept(g, [(last, new.outputs[0])], [new]):  # e.g. the residual is a value
+            continue                                        # updated in place after x is read
         uses = g.uses()
         fused += 1
-    if fused:
-        from . import dce
-        dce.run(g)
-    return fused
+    return _cleaned(g, fused)
 
 
 # ---- elementwise regions ---------------------------------------------------------------------
@@ -187,7 +195,6 @@ _TEMPLATES = {
 def _template(n: Node) -> list | None:
     """The node as program tokens over its operands (ints: input positions); None if it has
     no program form."""
-    from ...core.program import format_constant
     a = n.attrs
     if n.op in ("add", "sub"):
         return [0, 1, n.op] if a["alpha"] == 1 else [0, 1, format_constant(a["alpha"]), "mul",
@@ -323,7 +330,6 @@ def _reduction(g: Graph, escaping: list[Value], uses, s: tuple):
 
 def _emit(region: list[Node], escaping: list[Value], uses) -> tuple[str, list[Value]] | None:
     """Postfix program for the region: shared values in registers, others inlined."""
-    from ...core.program import format_constant
     inside = set(region)
     internal = {n.outputs[0]: 0 for n in region}
     for n in region:
@@ -427,18 +433,11 @@ def fuse_elementwise(g: Graph) -> int:
                 v = made[-1].outputs[0]
             g.replace(old, v)
             moved.append((old, v))
-        if not _acyclic(g):  # greedy regions can still meet through each other: keep this one
-            for old, v in moved:  # unfused
-                g.replace(v, old)
-            for n in made:
-                g.remove(n)
-            continue
+        if not _kept(g, moved, made):  # greedy regions can still meet through each other:
+            continue                    # keep this one unfused
         uses = g.uses()
         fused += 1
-    if fused:
-        from . import dce
-        dce.run(g)
-    return fused
+    return _cleaned(g, fused)
 
 
 def run(g: Graph, training: bool = False,

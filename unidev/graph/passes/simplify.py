@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.errors import InvalidArgumentError
 from ..ir import VIEW_OPS, Graph, Node, Value
 
 __all__ = ["run"]
@@ -91,14 +90,6 @@ def _updated_storage(g: Graph) -> set[Value]:
     return out
 
 
-def _acyclic(g: Graph) -> bool:
-    try:
-        g.order()
-    except InvalidArgumentError:
-        return False
-    return True
-
-
 def run(g: Graph) -> int:
     changed = 0
     progress = True
@@ -121,7 +112,7 @@ def run(g: Graph) -> int:
                 outs = [k for k, v in enumerate(g.outputs) if v is y]
                 g.replace(y, x)
                 if updated and (x in updated or x.kind == "node" and x.producer.op in VIEW_OPS) \
-                        and not _acyclic(g):  # its readers would now have to run before an
+                        and not g.acyclic():  # its readers would now have to run before an
                     for m, i in readers:      # update they follow: keep n
                         m.inputs[i] = y
                     for k in outs:

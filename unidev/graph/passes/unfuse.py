@@ -37,31 +37,13 @@ def _token(g: Graph, tok: str, args: list[Value], dtype: str) -> Value:
 
 
 def _program(g: Graph, n: Node) -> list[Value]:
-    from ...core.program import parse_program
+    from ...core.program import parse_program, run
     xs = n.inputs
     dtype = n.outputs[0].dtype
     s = n.targets[0] if n.targets and n.targets[0] is not None else xs[0].shape
     prog = parse_program(n.attrs["program"], len(xs), len(n.outputs))
-    stack: list[Value] = []
-    regs: dict[int, Value] = {}
-    outs: dict[int, Value] = {}
-    from ...contract import opset
-    for ins in prog.instrs:
-        if ins.kind == "input":
-            stack.append(xs[ins.arg])
-        elif ins.kind == "const":
-            stack.append(g.const(np.array(ins.value, dtype)))
-        elif ins.kind == "store":
-            regs[ins.arg] = stack.pop()
-        elif ins.kind == "load":
-            stack.append(regs[ins.arg])
-        elif ins.kind == "output":
-            outs[ins.arg] = stack.pop()
-        else:
-            k = opset.PROGRAM_OPS[ins.arg]
-            args = stack[len(stack) - k:]
-            del stack[len(stack) - k:]
-            stack.append(_token(g, ins.arg, args, dtype))
+    outs = run(prog, xs, lambda v: g.const(np.array(v, dtype)),
+               lambda tok, args: _token(g, tok, args, dtype))
     result = []
     for k in range(len(n.outputs)):
         v = outs[k]
