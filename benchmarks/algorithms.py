@@ -94,8 +94,8 @@ def main(argv: list[str]) -> int:
             rec = next(v for v in ua.decisions().values() if v["op"] == op and
                        v["input_shape"] == list(layer.input_shape) and
                        v["weight_shape"] == list(layer.weight_shape) and v["stride"] == [s, s])
-            rows.append({"layer": f"{c}x{h}x{h}->{k} k{r}s{s}", "op": op, "best": best, "ms": rec["ms"],
-                         "refused": rec["refused"]})
+            rows.append({"layer": f"{c}x{h}x{h}->{k} k{r}s{s}", "op": op, "best": best,
+                         "ms": rec["ms"], "auto_ms": rec["auto_ms"], "refused": rec["refused"]})
 
     # 3. one training step of the demo ResNet: auto vs autotune
     torch.manual_seed(0)
@@ -124,10 +124,12 @@ def main(argv: list[str]) -> int:
              "## Swapped layer vs unidev.ops (same algorithm)", "",
              markdown_table(over, ["swapped", "ops"], "ops", "swapped"), "",
              "## Autotune per layer (ms per algorithm; batch 2)", "",
-             "| layer | op | best | ms per algorithm | refused |", "|---|---|---|---|---|"]
+             "| layer | op | best | auto ms / best ms | ms per algorithm | refused |",
+             "|---|---|---|---|---|---|"]
     for row in rows:
         ms = ", ".join(f"{n} {t:.3g}" for n, t in sorted(row["ms"].items(), key=lambda kv: kv[1]))
-        lines.append(f"| {row['layer']} | {row['op']} | {row['best']} | {ms} | "
+        gain = row["auto_ms"] / row["ms"][row["best"]]
+        lines.append(f"| {row['layer']} | {row['op']} | {row['best']} | {gain:.2f}x | {ms} | "
                      f"{', '.join(row['refused']) or ''} |")
     t_auto, t_tuned = train[0].seconds.get("auto"), train[0].seconds.get("autotune")
     lines += ["", "## Training step, demo ResNet", "",

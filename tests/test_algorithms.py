@@ -136,6 +136,7 @@ def test_autotune_times_verifies_and_persists(plugin, tmp_path, monkeypatch):
         assert rec["best"] == chosen[rec["op"]] == min(rec["ms"], key=rec["ms"].get)
         assert set(rec["ms"]) | set(rec["refused"]) == set(ua.candidates(layer, rec["op"])[0])
         assert rec["plugin"] == plugin and rec["input_shape"] == [2, 8, 10, 10]
+        assert rec["auto_ms"] > 0
     ua.tune._memo.clear()  # as a new process would: only the file remembers
     monkeypatch.setattr(ua.tune, "_time", lambda *a: pytest.fail("re-timed a cached decision"))
     assert {op: ua.autotune(layer, op) for op in ua.DIRECTIONS} == chosen

@@ -38,15 +38,16 @@ def _report(args: argparse.Namespace) -> int:
     if not rows:
         return 0
     print(f"{'plugin':<7} {'op':<23} {'layer':<14} {'input':<18} {'weight':<15} {'s/p/d/g':<12}"
-          f" {'dtype':<8} {'best':<9} ms per algorithm")
+          f" {'dtype':<8} {'best':<9} {'vs auto':<8} ms per algorithm")
     for r in rows:
         conf = f"{r['stride'][0]}/{r['padding'][0]}/{r['dilation'][0]}/{r['groups']}"
         times = " ".join(f"{n}={t:.3g}" for n, t in sorted(r["ms"].items(), key=lambda kv: kv[1]))
         refused = f"  refused: {', '.join(r['refused'])}" if r.get("refused") else ""
+        gain = f"{r['auto_ms'] / r['ms'][r['best']]:.2f}x" if r.get("auto_ms") else "?"
         print(f"{r['plugin']:<7} {r['op']:<23} {str(r.get('layer', ''))[:14]:<14} "
               f"{'x'.join(map(str, r['input_shape'])):<18} "
               f"{'x'.join(map(str, r['weight_shape'])):<15} {conf:<12} {r['dtype']:<8} "
-              f"{r['best']:<9} {times}{refused}")
+              f"{r['best']:<9} {gain:<8} {times}{refused}")
     if args.png:
         _chart(rows, args.png)
         print(f"chart: {args.png}")

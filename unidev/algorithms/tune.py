@@ -152,10 +152,11 @@ def autotune(layer: Layer, op: str, reps: int = 5, layout: str = "nchw",
     """The fastest applicable algorithm of `op` for `layer`'s exact configuration.
 
     Times each candidate (a warm-up call, then `reps` calls, outliers above 1.5x the median
-    dropped), refuses any whose result misses the numpy reference beyond the op's tolerance,
-    and persists the decision keyed by (plugin, versions, device, op, shapes, stride, padding,
-    dilation, groups, dtype, layout, candidates) in :func:`cache_file`; later calls and later
-    processes reuse it. Returns "auto" if the plugin names no algorithm for the layer.
+    dropped; "auto" too, for the record's ``auto_ms``), refuses any whose result misses the
+    numpy reference beyond the op's tolerance, and persists the decision keyed by (plugin,
+    versions, device, op, shapes, stride, padding, dilation, groups, dtype, layout, candidates)
+    in :func:`cache_file`; later calls and later processes reuse it. Returns "auto" if the
+    plugin names no algorithm for the layer.
     """
     if layer.input_shape is None:
         raise AlgorithmError(f"{layer}: autotune needs the layer's input shape (swap with "
@@ -190,11 +191,15 @@ def autotune(layer: Layer, op: str, reps: int = 5, layout: str = "nchw",
     if not times:
         raise AlgorithmError(f"{layer}: autotune of {op}: no algorithm passed: {refused}")
     best = min(times, key=times.__getitem__)
+    # the plugin's own choice, timed the same way: how much the tuning gains over it
+    auto = _time(lambda: run_algorithm(layer.device, op, "auto", inputs, attrs),
+                 lambda: lib.synchronize(0), reps)
     record = {"plugin": layer.device, "op": op, "layer": layer.name,
               "input_shape": list(layer.input_shape), "weight_shape": list(layer.weight_shape),
               "stride": list(layer.stride), "padding": list(layer.padding),
               "dilation": list(layer.dilation), "groups": layer.groups, "dtype": layer.dtype,
               "layout": layout, "best": best, "ms": {n: t * 1e3 for n, t in times.items()},
+              "auto_ms": auto * 1e3,
               "refused": refused, "time": time.time()}
     _memo[key] = record
     if use_cache:
