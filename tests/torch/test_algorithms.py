@@ -258,3 +258,44 @@ def test_autotune_persists_across_processes(dev, plugin, tmp_path):
     assert report.returncode == 0 and "decisions" in report.stdout, report.stderr
     assert "conv2d_backward_weight" in report.stdout and "8x8x12x12" not in report.stdout
     assert "2x8x12x12" in report.stdout
+
+
+def test_demo_resnet_swapped_per_layer_trains_and_pickles(dev, plugin, no_fallbacks):
+    """A ResNet (BatchNorm, 3x3 stride 1 and 2, 1x1 stride-2 shortcuts) with the algorithms
+    spread over its layers by a function selector: trains like CPU, survives deepcopy/pickle."""
+    import io
+
+    import unidev.torch as ut
+    from unidev.demos import torch_models
+
+    names = _names(plugin)
+
+    todo = list(names)  # each algorithm at least once: the first layer it fits takes it
+
+    def spread(layer):
+        fits = [n for n in names if ua.why_not(ua.find(layer.device, "conv2d", n), layer) is None]
+        pick = next((n for n in todo if n in fits), fits[layer.index % len(fits)])
+        if pick in todo:
+            todo.remove(pick)
+        return pick
+
+    torch.manual_seed(3)
+    x, t = torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))
+    base = torch_models.resnet()
+    want = _train(copy.deepcopy(base), "cpu", x, t)
+    model = copy.deepcopy(base).to(dev)
+    layers = ut.swap_conv2d(model, spread)
+    used = {a for sel in ut.algorithm_selection(model).values() for a in sel.values()}
+    assert len(layers) >= 5 and used == set(names), used
+    got = _train(model, dev, x, t)
+    diff = max((a - b).abs().max().item() for a, b in zip(got, want, strict=True))
+    assert diff < 1e-4, diff
+    clone = copy.deepcopy(model)
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert ut.algorithm_selection(clone) == ut.algorithm_selection(loaded) == \
+        ut.algorithm_selection(model)
+    with torch.no_grad():
+        assert torch.equal(loaded(x.to(dev)).cpu(), model(x.to(dev)).cpu())
