@@ -120,16 +120,23 @@ def _key(layer: Layer, op: str, names: list[str], layout: str) -> str:
     return "|".join(parts)
 
 
-def _time(fn, sync, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    med = float(np.median(times))
-    kept = [t for t in times if t <= 1.5 * med]  # outliers: another process took the cores
-    return sum(kept) / len(kept)
+def _time(fns: dict[str, Any], sync, reps: int) -> dict[str, float]:
+    """Seconds per call of each fn: `reps` rounds in which every fn runs once (rotating order,
+    so all see the same machine state); times above 1.25x a fn's fastest are outliers (another
+    process took the cores) and dropped, the rest averaged."""
+    names = list(fns)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            fns[name]()
+            sync()
+            times[name].append(time.perf_counter() - t0)
+    out = {}
+    for name, ts in times.items():
+        kept = [t for t in ts if t <= 1.25 * min(ts)]
+        out[name] = sum(kept) / len(kept)
+    return out
 
 
 def _verify(op: str, got: np.ndarray, host: list, attrs: dict, dtype: str) -> str | None:
@@ -151,12 +158,12 @@ def autotune(layer: Layer, op: str, reps: int = 5, layout: str = "nchw",
              use_cache: bool = True) -> str:
     """The fastest applicable algorithm of `op` for `layer`'s exact configuration.
 
-    Times each candidate (a warm-up call, then `reps` calls, outliers above 1.5x the median
-    dropped; "auto" too, for the record's ``auto_ms``), refuses any whose result misses the
-    numpy reference beyond the op's tolerance, and persists the decision keyed by (plugin,
-    versions, device, op, shapes, stride, padding, dilation, groups, dtype, layout, candidates)
-    in :func:`cache_file`; later calls and later processes reuse it. Returns "auto" if the
-    plugin names no algorithm for the layer.
+    Times each candidate (a warm-up call, then `reps` interleaved rounds, outliers above 1.25x
+    the fastest dropped; "auto" too, for the record's ``auto_ms``), refuses any whose result
+    misses the numpy reference beyond the op's tolerance, and persists the decision keyed by
+    (plugin, versions, device, op, shapes, stride, padding, dilation, groups, dtype, layout,
+    candidates) in :func:`cache_file`; later calls and later processes reuse it. Returns "auto"
+    if the plugin names no algorithm for the layer.
     """
     if layer.input_shape is None:
         raise AlgorithmError(f"{layer}: autotune needs the layer's input shape (swap with "
@@ -175,25 +182,24 @@ def autotune(layer: Layer, op: str, reps: int = 5, layout: str = "nchw",
     inputs = [None if h is None else DeviceArray.from_numpy(h, dev) for h in host]
     attrs = _attrs(layer, op)
     lib = discovery.load(layer.device)
-    times: dict[str, float] = {}
-    for name in names:
+    ok = []
+    for name in [*names, "auto"]:
         try:
-            out = run_algorithm(layer.device, op, name, inputs, attrs)
+            out = run_algorithm(layer.device, op, name, inputs, attrs)  # also the warm-up
             reason = _verify(op, out.numpy(), host, attrs, layer.dtype)
-            if reason is None:
-                times[name] = _time(lambda n=name: run_algorithm(layer.device, op, n, inputs,
-                                                                 attrs),
-                                    lambda: lib.synchronize(0), reps)
         except Exception as exc:  # the kernel refused this configuration: not a candidate
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        if reason is not None:
+        if reason is None:
+            ok.append(name)
+        elif name != "auto":
             refused[name] = reason
-    if not times:
+    if not [n for n in ok if n != "auto"]:
         raise AlgorithmError(f"{layer}: autotune of {op}: no algorithm passed: {refused}")
+    # "auto", the plugin's own choice, is timed alongside for the record (auto_ms)
+    times = _time({n: (lambda n=n: run_algorithm(layer.device, op, n, inputs, attrs))
+                   for n in ok}, lambda: lib.synchronize(0), reps)
+    auto = times.pop("auto", float("nan"))
     best = min(times, key=times.__getitem__)
-    # the plugin's own choice, timed the same way: how much the tuning gains over it
-    auto = _time(lambda: run_algorithm(layer.device, op, "auto", inputs, attrs),
-                 lambda: lib.synchronize(0), reps)
     record = {"plugin": layer.device, "op": op, "layer": layer.name,
               "input_shape": list(layer.input_shape), "weight_shape": list(layer.weight_shape),
               "stride": list(layer.stride), "padding": list(layer.padding),
