@@ -299,3 +299,27 @@ def test_demo_resnet_swapped_per_layer_trains_and_pickles(dev, plugin, no_fallba
         ut.algorithm_selection(model)
     with torch.no_grad():
         assert torch.equal(loaded(x.to(dev)).cpu(), model(x.to(dev)).cpu())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.nn.Conv2d(3, 4, 4, padding="same"),
+    lambda: torch.nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
+    lambda: torch.nn.Conv2d(3, 4, (3, 5), padding="valid", dilation=(2, 1)),
+    lambda: torch.nn.Conv2d(4, 4, 3, groups=2, stride=(2, 1), padding=(1, 2), bias=False),
+], ids=["same-even", "reflect", "valid-dilated", "grouped"])
+def test_padding_modes_strides_and_groups_match_cpu(dev, plugin, make):
+    import unidev.torch as ut
+
+    torch.manual_seed(4)
+    conv = make()
+    x = torch.randn(2, conv.in_channels, 9, 9, requires_grad=True)
+    m = copy.deepcopy(conv).to(dev)
+    ut.swap_conv2d(m, "im2col")
+    xd = x.detach().to(dev).requires_grad_()
+    y = m(xd)
+    y.square().sum().backward()
+    conv(x).square().sum().backward()
+    assert y.shape == conv(x).shape
+    torch.testing.assert_close(y.cpu(), conv(x), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(m.weight.grad.cpu(), conv.weight.grad, rtol=1e-4, atol=1e-4)
