@@ -74,7 +74,10 @@ int main(void) {
              (int)a->type, (int)a->scalar);
       switch (a->type) {
         case UD_ATTR_INT: printf("%lld", (long long)a->i); break;
-        case UD_ATTR_FLOAT: printf("%.17g", a->f); break;
+        case UD_ATTR_FLOAT:  /* clamp's open bounds: JSON's Infinity, as Python's json reads it */
+          if (a->f - a->f != 0) printf("%sInfinity", a->f < 0 ? "-" : "");
+          else printf("%.17g", a->f);
+          break;
         case UD_ATTR_BOOL: printf("%s", a->b ? "true" : "false"); break;
         case UD_ATTR_STRING: str(a->s); break;
         case UD_ATTR_INTS:

@@ -46,7 +46,20 @@ TOLERANCE_CAPS: dict[str, dict[str, tuple[float, float]]] = {
 }
 _TRANSCENDENTAL = {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "gelu", "erf",
                    "pow", "gelu_backward", "sigmoid_backward", "tanh_backward", "reciprocal",
-                   "div", "addcdiv", "lerp"}
+                   "div", "addcdiv", "lerp",
+                   # tier 3: libm or exp-based compositions
+                   "log1p", "expm1", "silu", "softplus", "elu", "mish", "log_sigmoid", "xlogy",
+                   "hardswish", "hardswish_backward", "silu_backward", "mish_backward",
+                   "log_sigmoid_backward", "softplus_backward", "elu_backward"}
+# attribute sets beyond the first attribute's alternative (ops with several attributes)
+_EXTRA_ATTRS: dict[str, list[dict]] = {
+    "softplus": [{"beta": 2.0, "threshold": 1.0}],
+    "softplus_backward": [{"beta": 2.0, "threshold": 1.0}],
+    "elu": [{"alpha": 1.5, "scale": 1.0507, "input_scale": 2.0}],
+    "elu_backward": [{"alpha": 1.5, "scale": 1.0507, "input_scale": 2.0}, {"is_result": True},
+                     {"alpha": 0.5, "scale": 2.0, "input_scale": 0.5, "is_result": True}],
+    "clamp": [{"min": -1.0, "max": 1.0}, {"min": 1.0, "max": -1.0}, {"max": 0.5}],
+}
 
 
 def op_class(op: opset.OpSchema, attrs: dict | None = None) -> str:
@@ -87,7 +100,13 @@ def _values(rng: np.random.Generator, shape, dtype: str, op: str, slot: int) -> 
         if op == "prod":
             lo, hi = -2, 3
         return rng.integers(lo, hi, size=shape).astype(dtype)
-    if op in _POSITIVE or (op == "pow" and slot == 0) or (op in ("div", "addcdiv") and slot >= 1):
+    if op == "log1p":  # its accurate range, near -1 included
+        return np.asarray(rng.uniform(-0.99, 3.0, size=shape), dtype)
+    if op == "xlogy":  # y > 0; x with zeros
+        v = rng.uniform(0.1, 3.0, size=shape) if slot else rng.integers(-2, 3, size=shape) * 0.75
+        return np.asarray(v, dtype)
+    if op in _POSITIVE or (op == "pow" and slot == 0) or \
+            (op in ("div", "addcdiv", "floor_divide", "remainder") and slot >= 1):
         v = rng.uniform(0.5, 2.0, size=shape) * (1 if op in _POSITIVE or op == "pow"
                                                  else rng.choice([-1, 1], size=shape))
         return np.asarray(v, dtype)
@@ -124,6 +143,7 @@ def _elementwise(op: opset.OpSchema, dtype: str, rng) -> Iterator[Case]:
         if a.type == "float":
             alt = -0.5 if dtype.startswith("float") else -2.0  # integral for integer dtypes
             attrs_list = [{}, {a.name: alt if op.name != "threshold_backward" else 0.25}]
+            attrs_list += _EXTRA_ATTRS.get(op.name, [])
         elif a.choices:
             attrs_list = [{a.name: c} for c in a.choices]
 

@@ -39,8 +39,9 @@ def _c_str(s: str) -> str:
 
 def _c_float(v: float) -> str:
     r = repr(float(v))
-    assert r not in ("inf", "-inf", "nan"), v
-    return r
+    assert r != "nan", v
+    # an open bound (clamp's min and max): GCC, Clang and nvcc fold the builtin in initializers
+    return {"inf": "__builtin_inf()", "-inf": "-__builtin_inf()"}.get(r, r)
 
 
 def _mask(names) -> str:

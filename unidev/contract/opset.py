@@ -8,6 +8,7 @@ Ops without inputs (fill, zero, arange) take their output shape from the output 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +18,9 @@ __all__ = ["Attr", "Input", "Output", "OpSchema", "OPS", "SCALAR_RULES", "get", 
            "TIERS", "ACTIVATIONS", "PROGRAM_OPS", "PROGRAM_SOURCES", "PROGRAM_LIMITS",
            "REDUCTIONS"]
 
-# tier 3 (embedding, layer norm, attention) has no ops yet; tier 4 holds the fused ops
-TIERS = (0, 1, 2, 4)
+# tier 3 holds the transformer-era elementwise ops so far (embedding, layer norm and attention
+# come later); tier 4 holds the fused ops
+TIERS = (0, 1, 2, 3, 4)
 
 
 # what a float attribute that stands for a number of the op's dtype must be for integer dtypes
@@ -401,6 +403,7 @@ _TABLE: list[OpSchema] = [
              "+ eps). All tensors have param's shape and any strides."),
 ]
 
+
 _TABLE += [
     # ---- tier 4: fused ops (the graph layer's targets; a plugin without them gets the unfused
     # sequence, so none is required below tier 4) -------------------------------------------
@@ -440,6 +443,69 @@ _TABLE += [
              "float32 (max/min propagate nan; an empty axis is an error for them). A "
              "malformed program is refused with UD_ERR_INVALID_ARGUMENT naming the token."),
 ]
+
+
+def _act3(name: str, doc: str, attrs: tuple = (), dtypes: tuple = FLOAT, out=_Y) -> OpSchema:
+    return OpSchema(name, 3, _X, out, attrs, dtypes, "same", True, doc)
+
+
+def _grad3(name: str, doc: str, attrs: tuple = ()) -> OpSchema:
+    return OpSchema(name, 3, (Input("grad"), Input("x")), (Output("grad_x"),), attrs, FLOAT,
+                    "broadcast", True, doc)
+
+
+_BETA_THRESHOLD = (Attr("beta", "float", 1.0), Attr("threshold", "float", 20.0))
+_ELU = (Attr("alpha", "float", 1.0), Attr("scale", "float", 1.0),
+        Attr("input_scale", "float", 1.0))
+_SLOPE = (Attr("negative_slope", "float", 0.01),)
+
+# appended after tier 4 so that the op ids of ops.h stay stable
+_TABLE += [
+    # ---- tier 3: elementwise (formulas, nan and comparison order as torch CPU's kernels) ------
+    _act3("log1p", "y = ln(1 + x), accurate for small x"),
+    _act3("expm1", "y = e^x - 1, accurate for small x"),
+    _act3("silu", "y = x / (1 + e^-x)"),
+    _act3("softplus", "y = x where beta * x > threshold, else ln(1 + e^(beta x)) / beta",
+          _BETA_THRESHOLD),
+    _act3("elu", "y = scale * x for x > 0, else alpha * scale * (e^(input_scale x) - 1) "
+          "(torch's elu; selu is alpha 1.6732632423543772, scale 1.0507009873554805)", _ELU),
+    _act3("leaky_relu", "y = x for x > 0, else negative_slope * x", _SLOPE),
+    _act3("hardswish", "y = x * min(max(x + 3, 0), 6) / 6"),
+    _act3("hardsigmoid", "y = min(max(x + 3, 0), 6) / 6 (nan stays nan)"),
+    _act3("mish", "y = x * tanh(ln(1 + e^x))"),
+    _act3("log_sigmoid", "y = min(x, 0) - ln(1 + e^-|x|)"),
+    _act3("clamp", "y = min(max(x, min), max): nan stays nan; min > max gives max (torch's "
+          "clamp with scalar bounds; a missing bound is -inf / inf)",
+          (Attr("min", "float", -math.inf), Attr("max", "float", math.inf))),
+    _act3("isnan", "out = x is nan (false for integers and bools)", (), ALL, _BOOL_OUT),
+    _act3("isinf", "out = x is +inf or -inf (false for integers and bools)", (), ALL, _BOOL_OUT),
+    OpSchema("floor_divide", 3, _XY, (Output("out"),), (), FLOAT, "broadcast", True,
+             "out = floor(x / y) computed as torch does (from fmod, so exact for representable "
+             "quotients); y == 0 gives x / y"),
+    OpSchema("remainder", 3, _XY, (Output("out"),), (), FLOAT, "broadcast", True,
+             "out = x - floor(x / y) * y with the sign of the divisor y (Python's %, torch's "
+             "remainder, TF's FloorMod; C's fmod has the sign of x): fmod(x, y) + y where "
+             "that is nonzero and its sign differs from y's"),
+    OpSchema("xlogy", 3, _XY, (Output("out"),), (), FLOAT, "broadcast", True,
+             "out = x * ln(y); 0 where x == 0 unless y is nan (nan)"),
+    _grad3("silu_backward", "grad_x = grad * s * (1 + x * (1 - s)), s = sigmoid(x)"),
+    _grad3("hardswish_backward", "grad_x = 0 for x < -3, grad * (x / 3 + 0.5) for x <= 3, "
+           "else grad (nan x passes grad, as torch)"),
+    _grad3("hardsigmoid_backward", "grad_x = grad / 6 for -3 < x < 3, else 0"),
+    _grad3("mish_backward", "grad_x = grad * (t + x * sigmoid(x) * (1 - t^2)), "
+           "t = tanh(ln(1 + e^x))"),
+    _grad3("log_sigmoid_backward", "grad_x = grad * (m - s * z / (1 + z)), z = e^-|x|, "
+           "m = 1 and s = 1 for x < 0, else m = 0 and s = -1"),
+    _grad3("leaky_relu_backward", "grad_x = grad for x > 0, else grad * negative_slope",
+           _SLOPE),
+    _grad3("softplus_backward", "grad_x = grad where beta * x > threshold, else "
+           "grad * z / (z + 1), z = e^(beta x)", _BETA_THRESHOLD),
+    _grad3("elu_backward", "is_result (x is elu's output y): grad * input_scale * (y + alpha "
+           "* scale) for y <= 0; else grad * input_scale * alpha * scale * e^(input_scale x) "
+           "for x <= 0; grad * scale elsewhere",
+           _ELU + (Attr("is_result", "bool", False),)),
+]
+
 
 OPS: dict[str, OpSchema] = {op.name: op for op in _TABLE}
 assert len(OPS) == len(_TABLE), "duplicate op name"

@@ -211,6 +211,126 @@ def _threshold_backward(grad: np.ndarray, x: np.ndarray, *, threshold: float) ->
 
 
 # ------------------------------------------------------------------------------------------------
+# tier 3: elementwise (torch CPU's formulas, in float64; floor_divide and remainder in the dtype,
+# as torch computes them)
+# ------------------------------------------------------------------------------------------------
+
+# softplus and its backward in the dtype: torch's e^(beta x) overflows float32 where float64's
+# would not (x past 88.7 with a threshold above it gives inf, and nan in the backward)
+def _softplus(x: np.ndarray, *, beta: float, threshold: float) -> np.ndarray:
+    b = x.dtype.type(beta)
+    return np.where(x * b > threshold, x, np.log1p(np.exp(x * b)) / b)
+
+
+def _elu(x: np.ndarray, *, alpha: float, scale: float, input_scale: float) -> np.ndarray:
+    x = _f64(x)
+    return np.where(x <= 0, np.expm1(x * input_scale) * alpha * scale, x * scale)
+
+
+def _clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:  # noqa: A002 (op set names)
+    x = _f64(x)
+    r = np.where(x < min, min, x)
+    return np.where(r > max, max, r)
+
+
+def _torch_mod(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mod = np.fmod(x, y)
+    return mod, (mod != 0) & ((y < 0) != (mod < 0))
+
+
+def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    mod, fix = _torch_mod(x, y)
+    return np.where(fix, mod + y, mod)
+
+
+def _floor_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    mod, fix = _torch_mod(x, y)
+    div = (x - mod) / y
+    div = np.where(fix, div - x.dtype.type(1), div)
+    fl = np.floor(div)
+    fl = np.where(div - fl > 0.5, fl + x.dtype.type(1), fl)
+    fl = np.where(div != 0, fl, np.copysign(x.dtype.type(0), x / y))
+    return np.where(y == 0, x / y, fl)
+
+
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = _f64(x), _f64(y)
+    return np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * np.log(y)))
+
+
+def _sig(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _mish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    x = _f64(x)
+    t = np.tanh(np.log1p(np.exp(x)))
+    return _f64(grad) * (t + x * _sig(x) * (1.0 - t * t))
+
+
+def _log_sigmoid_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    x = _f64(x)
+    z = np.exp(-np.abs(x))
+    neg = x < 0
+    return _f64(grad) * (np.where(neg, 1.0, 0.0) - np.where(neg, 1.0, -1.0) * (z / (1.0 + z)))
+
+
+def _softplus_backward(grad: np.ndarray, x: np.ndarray, *, beta: float,
+                       threshold: float) -> np.ndarray:
+    b = x.dtype.type(beta)
+    z = np.exp(x * b)
+    return np.where(x * b > threshold, grad, grad * z / (z + 1))
+
+
+def _elu_backward(grad: np.ndarray, x: np.ndarray, *, alpha: float, scale: float,
+                  input_scale: float, is_result: bool) -> np.ndarray:
+    g, x = _f64(grad), _f64(x)
+    neg = g * input_scale * (x + alpha * scale) if is_result \
+        else g * input_scale * alpha * scale * np.exp(x * input_scale)
+    return np.where(x <= 0, neg, g * scale)
+
+
+def _hardsigmoid(x: np.ndarray) -> np.ndarray:
+    t = _f64(x) + 3.0
+    t = np.where(t < 0, 0.0, t)
+    return np.where(t > 6, 6.0, t) / 6.0
+
+
+_TIER3: dict[str, Callable[..., Any]] = {
+    "log1p": _float_unary(np.log1p),
+    "expm1": _float_unary(np.expm1),
+    "silu": _float_unary(lambda x: x / (1.0 + np.exp(-x))),
+    "softplus": _softplus,
+    "elu": _elu,
+    "leaky_relu": lambda x, *, negative_slope: np.where(_f64(x) > 0, _f64(x),
+                                                        _f64(x) * negative_slope),
+    "hardswish": lambda x: _f64(x) * _hardsigmoid(x),
+    "hardsigmoid": _hardsigmoid,
+    "mish": _float_unary(lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    "log_sigmoid": _float_unary(lambda x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))),
+    "clamp": _clamp,
+    "isnan": lambda x: np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool),
+    "isinf": lambda x: np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool),
+    "floor_divide": _floor_divide,
+    "remainder": _remainder,
+    "xlogy": _xlogy,
+    "silu_backward": lambda grad, x: _f64(grad) * _sig(_f64(x)) * (
+        1.0 + _f64(x) * (1.0 - _sig(_f64(x)))),
+    "hardswish_backward": lambda grad, x: np.where(
+        _f64(x) < -3, 0.0, np.where(_f64(x) <= 3, _f64(grad) * (_f64(x) / 3.0 + 0.5),
+                                    _f64(grad))),
+    "hardsigmoid_backward": lambda grad, x: np.where((_f64(x) > -3) & (_f64(x) < 3),
+                                                     _f64(grad) / 6.0, 0.0),
+    "mish_backward": _mish_backward,
+    "log_sigmoid_backward": _log_sigmoid_backward,
+    "leaky_relu_backward": lambda grad, x, *, negative_slope: np.where(
+        _f64(x) > 0, _f64(grad), _f64(grad) * negative_slope),
+    "softplus_backward": _softplus_backward,
+    "elu_backward": _elu_backward,
+}
+
+
+# ------------------------------------------------------------------------------------------------
 # tier 1: reductions and matrix products
 # ------------------------------------------------------------------------------------------------
 
@@ -985,6 +1105,7 @@ KERNELS: dict[str, Callable[..., Any]] = {
     "conv2d_bias_act": _conv2d_bias_act,
     "gemm_bias_act": _gemm_bias_act,
     "elementwise_program": _elementwise_program,
+    **_TIER3,
 }
 
 

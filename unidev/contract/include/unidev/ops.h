@@ -182,7 +182,31 @@ static inline int ud_dtype_from_name(const char* name) {
   X(ADAM_UPDATE, "adam_update", 2) \
   X(CONV2D_BIAS_ACT, "conv2d_bias_act", 4) \
   X(GEMM_BIAS_ACT, "gemm_bias_act", 4) \
-  X(ELEMENTWISE_PROGRAM, "elementwise_program", 4)
+  X(ELEMENTWISE_PROGRAM, "elementwise_program", 4) \
+  X(LOG1P, "log1p", 3) \
+  X(EXPM1, "expm1", 3) \
+  X(SILU, "silu", 3) \
+  X(SOFTPLUS, "softplus", 3) \
+  X(ELU, "elu", 3) \
+  X(LEAKY_RELU, "leaky_relu", 3) \
+  X(HARDSWISH, "hardswish", 3) \
+  X(HARDSIGMOID, "hardsigmoid", 3) \
+  X(MISH, "mish", 3) \
+  X(LOG_SIGMOID, "log_sigmoid", 3) \
+  X(CLAMP, "clamp", 3) \
+  X(ISNAN, "isnan", 3) \
+  X(ISINF, "isinf", 3) \
+  X(FLOOR_DIVIDE, "floor_divide", 3) \
+  X(REMAINDER, "remainder", 3) \
+  X(XLOGY, "xlogy", 3) \
+  X(SILU_BACKWARD, "silu_backward", 3) \
+  X(HARDSWISH_BACKWARD, "hardswish_backward", 3) \
+  X(HARDSIGMOID_BACKWARD, "hardsigmoid_backward", 3) \
+  X(MISH_BACKWARD, "mish_backward", 3) \
+  X(LOG_SIGMOID_BACKWARD, "log_sigmoid_backward", 3) \
+  X(LEAKY_RELU_BACKWARD, "leaky_relu_backward", 3) \
+  X(SOFTPLUS_BACKWARD, "softplus_backward", 3) \
+  X(ELU_BACKWARD, "elu_backward", 3)
 
 typedef enum UD_OpId {
   UD_OP_COPY,
@@ -268,6 +292,30 @@ typedef enum UD_OpId {
   UD_OP_CONV2D_BIAS_ACT,
   UD_OP_GEMM_BIAS_ACT,
   UD_OP_ELEMENTWISE_PROGRAM,
+  UD_OP_LOG1P,
+  UD_OP_EXPM1,
+  UD_OP_SILU,
+  UD_OP_SOFTPLUS,
+  UD_OP_ELU,
+  UD_OP_LEAKY_RELU,
+  UD_OP_HARDSWISH,
+  UD_OP_HARDSIGMOID,
+  UD_OP_MISH,
+  UD_OP_LOG_SIGMOID,
+  UD_OP_CLAMP,
+  UD_OP_ISNAN,
+  UD_OP_ISINF,
+  UD_OP_FLOOR_DIVIDE,
+  UD_OP_REMAINDER,
+  UD_OP_XLOGY,
+  UD_OP_SILU_BACKWARD,
+  UD_OP_HARDSWISH_BACKWARD,
+  UD_OP_HARDSIGMOID_BACKWARD,
+  UD_OP_MISH_BACKWARD,
+  UD_OP_LOG_SIGMOID_BACKWARD,
+  UD_OP_LEAKY_RELU_BACKWARD,
+  UD_OP_SOFTPLUS_BACKWARD,
+  UD_OP_ELU_BACKWARD,
   UD_OP_COUNT
 } UD_OpId;
 
@@ -711,6 +759,104 @@ typedef enum UD_OpId {
 #define UD_ATTR_ELEMENTWISE_PROGRAM_PROGRAM     0
 #define UD_ATTR_ELEMENTWISE_PROGRAM_REDUCE      1
 #define UD_ATTR_ELEMENTWISE_PROGRAM_REDUCE_AXES 2
+
+#define UD_IN_LOG1P_X  0
+#define UD_OUT_LOG1P_Y 0
+
+#define UD_IN_EXPM1_X  0
+#define UD_OUT_EXPM1_Y 0
+
+#define UD_IN_SILU_X  0
+#define UD_OUT_SILU_Y 0
+
+#define UD_IN_SOFTPLUS_X           0
+#define UD_OUT_SOFTPLUS_Y          0
+#define UD_ATTR_SOFTPLUS_BETA      0
+#define UD_ATTR_SOFTPLUS_THRESHOLD 1
+
+#define UD_IN_ELU_X             0
+#define UD_OUT_ELU_Y            0
+#define UD_ATTR_ELU_ALPHA       0
+#define UD_ATTR_ELU_SCALE       1
+#define UD_ATTR_ELU_INPUT_SCALE 2
+
+#define UD_IN_LEAKY_RELU_X                0
+#define UD_OUT_LEAKY_RELU_Y               0
+#define UD_ATTR_LEAKY_RELU_NEGATIVE_SLOPE 0
+
+#define UD_IN_HARDSWISH_X  0
+#define UD_OUT_HARDSWISH_Y 0
+
+#define UD_IN_HARDSIGMOID_X  0
+#define UD_OUT_HARDSIGMOID_Y 0
+
+#define UD_IN_MISH_X  0
+#define UD_OUT_MISH_Y 0
+
+#define UD_IN_LOG_SIGMOID_X  0
+#define UD_OUT_LOG_SIGMOID_Y 0
+
+#define UD_IN_CLAMP_X     0
+#define UD_OUT_CLAMP_Y    0
+#define UD_ATTR_CLAMP_MIN 0
+#define UD_ATTR_CLAMP_MAX 1
+
+#define UD_IN_ISNAN_X    0
+#define UD_OUT_ISNAN_OUT 0
+
+#define UD_IN_ISINF_X    0
+#define UD_OUT_ISINF_OUT 0
+
+#define UD_IN_FLOOR_DIVIDE_X    0
+#define UD_IN_FLOOR_DIVIDE_Y    1
+#define UD_OUT_FLOOR_DIVIDE_OUT 0
+
+#define UD_IN_REMAINDER_X    0
+#define UD_IN_REMAINDER_Y    1
+#define UD_OUT_REMAINDER_OUT 0
+
+#define UD_IN_XLOGY_X    0
+#define UD_IN_XLOGY_Y    1
+#define UD_OUT_XLOGY_OUT 0
+
+#define UD_IN_SILU_BACKWARD_GRAD    0
+#define UD_IN_SILU_BACKWARD_X       1
+#define UD_OUT_SILU_BACKWARD_GRAD_X 0
+
+#define UD_IN_HARDSWISH_BACKWARD_GRAD    0
+#define UD_IN_HARDSWISH_BACKWARD_X       1
+#define UD_OUT_HARDSWISH_BACKWARD_GRAD_X 0
+
+#define UD_IN_HARDSIGMOID_BACKWARD_GRAD    0
+#define UD_IN_HARDSIGMOID_BACKWARD_X       1
+#define UD_OUT_HARDSIGMOID_BACKWARD_GRAD_X 0
+
+#define UD_IN_MISH_BACKWARD_GRAD    0
+#define UD_IN_MISH_BACKWARD_X       1
+#define UD_OUT_MISH_BACKWARD_GRAD_X 0
+
+#define UD_IN_LOG_SIGMOID_BACKWARD_GRAD    0
+#define UD_IN_LOG_SIGMOID_BACKWARD_X       1
+#define UD_OUT_LOG_SIGMOID_BACKWARD_GRAD_X 0
+
+#define UD_IN_LEAKY_RELU_BACKWARD_GRAD             0
+#define UD_IN_LEAKY_RELU_BACKWARD_X                1
+#define UD_OUT_LEAKY_RELU_BACKWARD_GRAD_X          0
+#define UD_ATTR_LEAKY_RELU_BACKWARD_NEGATIVE_SLOPE 0
+
+#define UD_IN_SOFTPLUS_BACKWARD_GRAD        0
+#define UD_IN_SOFTPLUS_BACKWARD_X           1
+#define UD_OUT_SOFTPLUS_BACKWARD_GRAD_X     0
+#define UD_ATTR_SOFTPLUS_BACKWARD_BETA      0
+#define UD_ATTR_SOFTPLUS_BACKWARD_THRESHOLD 1
+
+#define UD_IN_ELU_BACKWARD_GRAD          0
+#define UD_IN_ELU_BACKWARD_X             1
+#define UD_OUT_ELU_BACKWARD_GRAD_X       0
+#define UD_ATTR_ELU_BACKWARD_ALPHA       0
+#define UD_ATTR_ELU_BACKWARD_SCALE       1
+#define UD_ATTR_ELU_BACKWARD_INPUT_SCALE 2
+#define UD_ATTR_ELU_BACKWARD_IS_RESULT   3
 
 typedef enum UD_ScalarRule {
   UD_SCALAR_NONE = 0,     /* a plain float attribute */
@@ -1191,6 +1337,83 @@ static inline const UD_OpInfo* ud_op_info(int op) {
        ud_op_elementwise_program_reduce_choices, 5},
       {"reduce_axes", UD_ATTR_INTS, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
   };
+  static const char* const ud_op_log1p_in[] = {"x"};
+  static const char* const ud_op_log1p_out[] = {"y"};
+  static const char* const ud_op_expm1_in[] = {"x"};
+  static const char* const ud_op_expm1_out[] = {"y"};
+  static const char* const ud_op_silu_in[] = {"x"};
+  static const char* const ud_op_silu_out[] = {"y"};
+  static const char* const ud_op_softplus_in[] = {"x"};
+  static const char* const ud_op_softplus_out[] = {"y"};
+  static const UD_AttrInfo ud_op_softplus_attrs[] = {
+      {"beta", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"threshold", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 20.0, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_elu_in[] = {"x"};
+  static const char* const ud_op_elu_out[] = {"y"};
+  static const UD_AttrInfo ud_op_elu_attrs[] = {
+      {"alpha", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"scale", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"input_scale", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_leaky_relu_in[] = {"x"};
+  static const char* const ud_op_leaky_relu_out[] = {"y"};
+  static const UD_AttrInfo ud_op_leaky_relu_attrs[] = {
+      {"negative_slope", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.01, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_hardswish_in[] = {"x"};
+  static const char* const ud_op_hardswish_out[] = {"y"};
+  static const char* const ud_op_hardsigmoid_in[] = {"x"};
+  static const char* const ud_op_hardsigmoid_out[] = {"y"};
+  static const char* const ud_op_mish_in[] = {"x"};
+  static const char* const ud_op_mish_out[] = {"y"};
+  static const char* const ud_op_log_sigmoid_in[] = {"x"};
+  static const char* const ud_op_log_sigmoid_out[] = {"y"};
+  static const char* const ud_op_clamp_in[] = {"x"};
+  static const char* const ud_op_clamp_out[] = {"y"};
+  static const UD_AttrInfo ud_op_clamp_attrs[] = {
+      {"min", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, -__builtin_inf(), 0, NULL, NULL, 0, NULL, 0},
+      {"max", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, __builtin_inf(), 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_isnan_in[] = {"x"};
+  static const char* const ud_op_isnan_out[] = {"out"};
+  static const char* const ud_op_isinf_in[] = {"x"};
+  static const char* const ud_op_isinf_out[] = {"out"};
+  static const char* const ud_op_floor_divide_in[] = {"x", "y"};
+  static const char* const ud_op_floor_divide_out[] = {"out"};
+  static const char* const ud_op_remainder_in[] = {"x", "y"};
+  static const char* const ud_op_remainder_out[] = {"out"};
+  static const char* const ud_op_xlogy_in[] = {"x", "y"};
+  static const char* const ud_op_xlogy_out[] = {"out"};
+  static const char* const ud_op_silu_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_silu_backward_out[] = {"grad_x"};
+  static const char* const ud_op_hardswish_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_hardswish_backward_out[] = {"grad_x"};
+  static const char* const ud_op_hardsigmoid_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_hardsigmoid_backward_out[] = {"grad_x"};
+  static const char* const ud_op_mish_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_mish_backward_out[] = {"grad_x"};
+  static const char* const ud_op_log_sigmoid_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_log_sigmoid_backward_out[] = {"grad_x"};
+  static const char* const ud_op_leaky_relu_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_leaky_relu_backward_out[] = {"grad_x"};
+  static const UD_AttrInfo ud_op_leaky_relu_backward_attrs[] = {
+      {"negative_slope", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 0.01, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_softplus_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_softplus_backward_out[] = {"grad_x"};
+  static const UD_AttrInfo ud_op_softplus_backward_attrs[] = {
+      {"beta", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"threshold", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 20.0, 0, NULL, NULL, 0, NULL, 0},
+  };
+  static const char* const ud_op_elu_backward_in[] = {"grad", "x"};
+  static const char* const ud_op_elu_backward_out[] = {"grad_x"};
+  static const UD_AttrInfo ud_op_elu_backward_attrs[] = {
+      {"alpha", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"scale", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"input_scale", UD_ATTR_FLOAT, UD_SCALAR_NONE, 0, 1.0, 0, NULL, NULL, 0, NULL, 0},
+      {"is_result", UD_ATTR_BOOL, UD_SCALAR_NONE, 0, 0.0, 0, NULL, NULL, 0, NULL, 0},
+  };
   static const UD_OpInfo table[UD_OP_COUNT] = {
       {"copy", 0, 1, -1, 0x0u, ud_op_copy_in, 1, ud_op_copy_out, 0, NULL, UD_DTM_ALL, 1, 0x0u, -1},
       {"fill", 0, 0, -1, 0x0u, NULL, 1, ud_op_fill_out, 1, ud_op_fill_attrs, UD_DTM_ALL, 0, 0x0u,
@@ -1359,6 +1582,56 @@ static inline const UD_OpInfo* ud_op_info(int op) {
       {"elementwise_program", 4, 1, 0, 0x0u, ud_op_elementwise_program_in, 1,
        ud_op_elementwise_program_out, 3, ud_op_elementwise_program_attrs, UD_DTM_FLOAT_GROUP, 0,
        0x0u, 0},
+      {"log1p", 3, 1, -1, 0x0u, ud_op_log1p_in, 1, ud_op_log1p_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"expm1", 3, 1, -1, 0x0u, ud_op_expm1_in, 1, ud_op_expm1_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"silu", 3, 1, -1, 0x0u, ud_op_silu_in, 1, ud_op_silu_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"softplus", 3, 1, -1, 0x0u, ud_op_softplus_in, 1, ud_op_softplus_out, 2,
+       ud_op_softplus_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"elu", 3, 1, -1, 0x0u, ud_op_elu_in, 1, ud_op_elu_out, 3, ud_op_elu_attrs,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"leaky_relu", 3, 1, -1, 0x0u, ud_op_leaky_relu_in, 1, ud_op_leaky_relu_out, 1,
+       ud_op_leaky_relu_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"hardswish", 3, 1, -1, 0x0u, ud_op_hardswish_in, 1, ud_op_hardswish_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"hardsigmoid", 3, 1, -1, 0x0u, ud_op_hardsigmoid_in, 1, ud_op_hardsigmoid_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"mish", 3, 1, -1, 0x0u, ud_op_mish_in, 1, ud_op_mish_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"log_sigmoid", 3, 1, -1, 0x0u, ud_op_log_sigmoid_in, 1, ud_op_log_sigmoid_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"clamp", 3, 1, -1, 0x0u, ud_op_clamp_in, 1, ud_op_clamp_out, 2, ud_op_clamp_attrs,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"isnan", 3, 1, -1, 0x0u, ud_op_isnan_in, 1, ud_op_isnan_out, 0, NULL, UD_DTM_ALL, 1, 0x0u,
+       -1},
+      {"isinf", 3, 1, -1, 0x0u, ud_op_isinf_in, 1, ud_op_isinf_out, 0, NULL, UD_DTM_ALL, 1, 0x0u,
+       -1},
+      {"floor_divide", 3, 2, -1, 0x0u, ud_op_floor_divide_in, 1, ud_op_floor_divide_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"remainder", 3, 2, -1, 0x0u, ud_op_remainder_in, 1, ud_op_remainder_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"xlogy", 3, 2, -1, 0x0u, ud_op_xlogy_in, 1, ud_op_xlogy_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"silu_backward", 3, 2, -1, 0x0u, ud_op_silu_backward_in, 1, ud_op_silu_backward_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"hardswish_backward", 3, 2, -1, 0x0u, ud_op_hardswish_backward_in, 1,
+       ud_op_hardswish_backward_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"hardsigmoid_backward", 3, 2, -1, 0x0u, ud_op_hardsigmoid_backward_in, 1,
+       ud_op_hardsigmoid_backward_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"mish_backward", 3, 2, -1, 0x0u, ud_op_mish_backward_in, 1, ud_op_mish_backward_out, 0, NULL,
+       UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"log_sigmoid_backward", 3, 2, -1, 0x0u, ud_op_log_sigmoid_backward_in, 1,
+       ud_op_log_sigmoid_backward_out, 0, NULL, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
+      {"leaky_relu_backward", 3, 2, -1, 0x0u, ud_op_leaky_relu_backward_in, 1,
+       ud_op_leaky_relu_backward_out, 1, ud_op_leaky_relu_backward_attrs, UD_DTM_FLOAT_GROUP, 1,
+       0x0u, -1},
+      {"softplus_backward", 3, 2, -1, 0x0u, ud_op_softplus_backward_in, 1,
+       ud_op_softplus_backward_out, 2, ud_op_softplus_backward_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u,
+       -1},
+      {"elu_backward", 3, 2, -1, 0x0u, ud_op_elu_backward_in, 1, ud_op_elu_backward_out, 4,
+       ud_op_elu_backward_attrs, UD_DTM_FLOAT_GROUP, 1, 0x0u, -1},
   };
   return op >= 0 && op < UD_OP_COUNT ? &table[op] : NULL;
 }
