@@ -21,14 +21,19 @@ template <class T> inline T abs_(T x) {
   else return x < T(0) ? T(-x) : x;
 }
 
-// What an op may read from its one attribute (position `attr`, -1 for none): a float (alpha,
-// value, weight, threshold) or the gelu approximation.
+// What an op may read from its attributes (from position `attr`, -1 for none): a float (alpha,
+// value, weight, threshold) or the gelu approximation; q: the next ones (softplus, elu), bools
+// as 0 or 1.
 struct Params {
-  double p = 0;
+  double p = 0, q[3] = {0, 0, 0};
   bool tanh_ = false;
   Params(const Call& c, int attr) {
     if (attr >= 0 && c.attrs[attr].type == UD_ATTR_FLOAT) p = c.attrs[attr].f;
     if (attr >= 0 && c.attrs[attr].type == UD_ATTR_STRING) tanh_ = c.attrs[attr].s == "tanh";
+    for (int i = 0; attr >= 0 && i < 3 && attr + 1 + i < int(c.attrs.size()); i++) {
+      const Attr& a = c.attrs[attr + 1 + i];
+      q[i] = a.type == UD_ATTR_FLOAT ? a.f : double(a.i);
+    }
   }
 };
 
@@ -119,6 +124,76 @@ OP(GeluBackward, GELU_BACKWARD, UD_ATTR_GELU_BACKWARD_APPROXIMATE, check_approx,
 OP(Where, WHERE, -1, no_check, T, Types<T COMMA T COMMA Bool>, (T x, T y, Bool cond),
    cond ? x : y)
 
+// tier 3 (torch CPU's formulas and comparison order: nan takes the branch torch's takes)
+template <class T> inline bool isinf_(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
+  else return false;
+}
+template <class T> inline T hardsig6(T x) {
+  T t = x + T(3);
+  t = t < T(0) ? T(0) : t;
+  return t > T(6) ? T(6) : t;
+}
+template <class T> inline T clamp_(T x, T lo, T hi) {
+  T r = x < lo ? lo : x;
+  return r > hi ? hi : r;
+}
+template <class T> inline bool mod_fix(T m, T y) { return m != T(0) && (y < T(0)) != (m < T(0)); }
+template <class T> inline T floor_divide(T x, T y) {  // torch's div_floor_floating
+  if (y == T(0)) return x / y;
+  T m = std::fmod(x, y), d = (x - m) / y;
+  if (mod_fix(m, y)) d -= T(1);
+  if (d == T(0)) return std::copysign(T(0), x / y);
+  T f = std::floor(d);
+  return d - f > T(0.5) ? f + T(1) : f;
+}
+// in double: float32's e^-x overflows below -88.7, where sigmoid(x) is still subnormal
+inline double sigmoid_(double x) { return 1 / (1 + std::exp(-x)); }
+inline double silu_grad(double g, double x) { return g * sigmoid_(x) * (1 + x * (1 - sigmoid_(x))); }
+inline double mish_grad(double g, double x) {
+  double t = std::tanh(std::log1p(std::exp(x)));
+  return g * (t + x * sigmoid_(x) * (1 - t * t));
+}
+template <class T> inline T log_sigmoid_grad(T g, T x) {
+  T z = std::exp(-std::fabs(x)), r = z / (T(1) + z);
+  return x < T(0) ? g * (T(1) - r) : g * r;
+}
+template <class T> inline T elu_grad(T g, T x, double alpha, double scale, double in, bool res) {
+  if (!(x <= T(0))) return g * T(scale);  // nan x takes this branch, as in torch
+  if (res) return g * T(in) * (x + T(alpha * scale));
+  return g * T(in) * T(alpha * scale) * std::exp(x * T(in));
+}
+
+#define UNARY_A(NAME, ID, ATTR, EXPR) \
+  OP(NAME, ID, UD_ATTR_##ID##_##ATTR, no_check, T, Types<T>, (T x), EXPR)
+UNARY(Log1p, LOG1P, std::log1p(x))
+UNARY(Expm1, EXPM1, std::expm1(x))
+UNARY(Silu, SILU, x / (T(1) + std::exp(-x)))
+UNARY_A(Softplus, SOFTPLUS, BETA, x * T(p) > T(q[0]) ? x : T(std::log1p(std::exp(x * T(p))) / T(p)))
+UNARY_A(Elu, ELU, ALPHA, x <= T(0) ? T(std::expm1(x * T(q[1])) * T(p * q[0])) : T(x * T(q[0])))
+UNARY_A(LeakyRelu, LEAKY_RELU, NEGATIVE_SLOPE, x > T(0) ? x : T(x * T(p)))
+UNARY(Hardswish, HARDSWISH, x * hardsig6(x) / T(6))
+UNARY(Hardsigmoid, HARDSIGMOID, hardsig6(x) / T(6))
+UNARY(Mish, MISH, x * std::tanh(std::log1p(std::exp(x))))
+UNARY(LogSigmoid, LOG_SIGMOID, (x < T(0) ? x : T(0)) - std::log1p(std::exp(-std::fabs(x))))
+UNARY_A(Clamp, CLAMP, MIN, clamp_(x, T(p), T(q[0])))
+OP(IsNan, ISNAN, -1, no_check, Bool, Types<T>, (T x), isnan_(x))
+OP(IsInf, ISINF, -1, no_check, Bool, Types<T>, (T x), isinf_(x))
+BINARY(FloorDivide, FLOOR_DIVIDE, T, floor_divide(x, y))
+BINARY(Remainder, REMAINDER, T, mod_fix(std::fmod(x, y), y) ? T(std::fmod(x, y) + y) : T(std::fmod(x, y)))
+BINARY(Xlogy, XLOGY, T, isnan_(y) ? y : x == T(0) ? T(0) : T(x * std::log(y)))
+BINARY(SiluBackward, SILU_BACKWARD, T, T(silu_grad(x, y)))
+BINARY(HardswishBackward, HARDSWISH_BACKWARD, T,
+       y < T(-3) ? T(0) : y <= T(3) ? T(x * (y / T(3) + T(0.5))) : x)
+BINARY(HardsigmoidBackward, HARDSIGMOID_BACKWARD, T, y > T(-3) && y < T(3) ? T(x / T(6)) : T(0))
+BINARY(MishBackward, MISH_BACKWARD, T, T(mish_grad(x, y)))
+BINARY(LogSigmoidBackward, LOG_SIGMOID_BACKWARD, T, log_sigmoid_grad(x, y))
+SCALED2(LeakyReluBackward, LEAKY_RELU_BACKWARD, NEGATIVE_SLOPE, y > T(0) ? x : T(x * T(p)),
+        no_check)
+SCALED2(SoftplusBackward, SOFTPLUS_BACKWARD, BETA,
+        y * T(p) > T(q[0]) ? x : T(x * std::exp(y * T(p)) / (std::exp(y * T(p)) + T(1))), no_check)
+SCALED2(EluBackward, ELU_BACKWARD, ALPHA, elu_grad(x, y, p, q[0], q[1], q[2] != 0), no_check)
+
 template <class... Ins>
 bool check_input_dtypes(Check& ck, Types<Ins...>) {
   const UD_DType want[] = {ud_of<Ins>()...};
@@ -162,10 +237,14 @@ template <class... Ts> struct On {
 const bool reg_floats = On<float, double>::add<
     Exp, Log, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Gelu, Erf, Floor, Ceil, Round, Div,
     Pow, Addcmul, Addcdiv, Lerp, SigmoidBackward, TanhBackward, GeluBackward>();
+const bool reg_tier3 = On<float, double>::add<
+    Log1p, Expm1, Silu, Softplus, Elu, LeakyRelu, Hardswish, Hardsigmoid, Mish, LogSigmoid, Clamp,
+    FloorDivide, Remainder, Xlogy, SiluBackward, HardswishBackward, HardsigmoidBackward,
+    MishBackward, LogSigmoidBackward, LeakyReluBackward, SoftplusBackward, EluBackward>();
 const bool reg_numeric = On<NUMERIC>::add<Neg, Abs, Relu, Sign, Square, Add, Sub, Maximum, Minimum,
                                           Lt, Le, Gt, Ge, ThresholdBackward>();
 const bool reg_all = On<NUMERIC, Bool>::add<Copy, LogicalNot, Mul, Eq, Ne, LogicalAnd, LogicalOr,
-                                            Where>();
+                                            Where, IsNan, IsInf>();
 
 }  // namespace
 
