@@ -67,6 +67,7 @@ def test_swapped_cnn_trains_like_torch_cpu(dev, plugin, which, no_fallbacks, tmp
             model, sel, example_inputs=x.to(dev))
         assert len(ua_layers) == 4 and ua_layers[0].input_shape == (4, 3, 12, 12)
         assert opt_before.param_groups[0]["params"][0] is model[0].weight  # same parameters
+        assert model.training and all(m.training for m in model.modules())
         got = _train(model, dev, x, t)
         diff = max((a - b).abs().max().item() for a, b in zip(got, want, strict=True))
         assert diff < 1e-4, (name, diff)
@@ -282,14 +283,17 @@ def test_demo_resnet_swapped_per_layer_trains_and_pickles(dev, plugin, no_fallba
     torch.manual_seed(3)
     x, t = torch.randn(2, 3, 16, 16), torch.randint(0, 10, (2,))
     base = torch_models.resnet()
-    want = _train(copy.deepcopy(base), "cpu", x, t)
     model = copy.deepcopy(base).to(dev)
-    layers = ut.swap_conv2d(model, spread)
+    layers = ut.swap_conv2d(model, spread, example_inputs=x.to(dev))  # must not touch BN stats
     used = {a for sel in ut.algorithm_selection(model).values() for a in sel.values()}
     assert len(layers) >= 5 and used == set(names), used
+    ref = copy.deepcopy(base)
+    want = _train(ref, "cpu", x, t)
     got = _train(model, dev, x, t)
     diff = max((a - b).abs().max().item() for a, b in zip(got, want, strict=True))
     assert diff < 1e-4, diff
+    for (name, a), b in zip(ref.named_buffers(), model.buffers(), strict=True):
+        torch.testing.assert_close(b.cpu(), a, rtol=1e-4, atol=1e-5, msg=name)
     clone = copy.deepcopy(model)
     buf = io.BytesIO()
     torch.save(model, buf)

@@ -74,6 +74,8 @@ def _input_shapes(model: nn.Module, convs: list[nn.Conv2d], example_inputs: Any)
         seen.setdefault(id(mod), tuple(x.shape))
 
     handles = [m.register_forward_pre_hook(hook) for m in convs]
+    modes = {m: m.training for m in model.modules()}
+    model.eval()  # a training-mode pass would move BatchNorm's running statistics
     try:
         with torch.no_grad():
             inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
@@ -81,6 +83,8 @@ def _input_shapes(model: nn.Module, convs: list[nn.Conv2d], example_inputs: Any)
     finally:
         for h in handles:
             h.remove()
+        for m, mode in modes.items():
+            m.training = mode
     return seen
 
 
