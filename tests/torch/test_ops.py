@@ -116,6 +116,23 @@ CASES = {
     "fill_zero": lambda m: torch.stack([m(3).fill_(2.5), m(3).zero_()]),
     "copy_cast": lambda m: m(3, 4).t().to(torch.float64).to(torch.int32),
     "clone_strided": lambda m: m(4, 6)[::2, 1::2].clone(),
+    # tier 3
+    "log1p": lambda m: torch.log1p(m(4, 5, positive=True) - 0.9),
+    "expm1": lambda m: torch.expm1(m(4, 5)),
+    **{n: (lambda m, n=n: getattr(F, n)(m(4, 5) * 3)) for n in
+       ("silu", "hardswish", "hardsigmoid", "mish", "softplus")},
+    "hardswish_inplace": lambda m: F.hardswish(m(4, 5) * 3, inplace=True),
+    "softplus_beta": lambda m: F.softplus(m(4, 5) * 3, beta=2.0, threshold=1.5),
+    "leaky_relu": lambda m: F.leaky_relu(m(4, 5), 0.2),
+    "clamp": lambda m: torch.clamp(m(4, 5), -0.5, 0.7),
+    "clamp_min": lambda m: torch.clamp(m(4, 5), min=0.1),
+    "clamp_max_inplace": lambda m: m(4, 5).clamp_max_(0.3),
+    "floor_divide": lambda m: torch.floor_divide(m(3, 4) * 4, m(4, positive=True)),
+    "floor_divide_inplace": lambda m: (m(3, 4) * 4).floor_divide_(-m(3, 4, positive=True)),
+    "remainder": lambda m: torch.remainder(m(3, 4) * 4, -m(3, 1, positive=True)),
+    "remainder_scalar": lambda m: (m(3, 4) * 4) % 1.5,
+    "xlogy": lambda m: torch.xlogy(m(3, 4) * (m(3, 4) > 0), m(3, 4, positive=True)),
+    "isinf": lambda m: torch.isinf(m(3, 4) / (m(3, 4) > 0)),
 }
 
 GRAD_CASES = {
@@ -140,6 +157,12 @@ GRAD_CASES = {
                                                m(3, positive=True), weight=m(3, grad=True),
                                                training=False) * m(4, 3, 5, 5)).sum(),
     "broadcast_mul_add": lambda m: ((m(3, 1, grad=True) * m(4, grad=True)) + m(1, grad=True)).sum(),
+    "tier3_activations": lambda m: (F.silu(m(3, 4, grad=True) * 3) * m(3, 4)
+                                    + F.hardswish(m(3, 4, grad=True) * 3) * m(3, 4)
+                                    + F.hardsigmoid(m(3, 4, grad=True) * 3) * m(3, 4)
+                                    + F.mish(m(3, 4, grad=True)) * m(3, 4)
+                                    + torch.log1p(m(3, 4, grad=True, positive=True))
+                                    + torch.clamp(m(3, 4, grad=True), -0.5, 0.5)).sum(),
 }
 
 

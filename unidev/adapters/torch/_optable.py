@@ -12,7 +12,12 @@ from __future__ import annotations
 _UNARY = ("abs", "neg", "floor", "ceil", "round", "sign")  # out dtype = input dtype
 # torch's unary float ops: integer inputs compute in the default float dtype
 _UNARY_FLOAT = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid",
-                "erf")
+                "erf", "log1p", "expm1")
+_ACT3 = ("silu", "hardswish", "hardsigmoid", "mish")  # tier 3 (mish_backward decomposes)
+# tier 3's binary rows (floor_divide and hardswish's are not structured: their functional forms)
+_BIN3 = (("floor_divide.out", "floor_divide"), ("remainder.Tensor_out", "remainder"),
+         ("xlogy.OutTensor", "xlogy"), ("silu_backward.grad_input", "silu_backward"),
+         ("hardsigmoid_backward.grad_input", "hardsigmoid_backward"))
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 _HOT = (("add", "_alpha"), ("sub", "_alpha"), ("mul", ""), ("div", ""))  # (op, kind infix)
 
@@ -47,6 +52,14 @@ TABLE: list[tuple[str, str, str]] = [
     ("sigmoid_backward.grad_input", "sigmoid_backward", "binary"),
     ("tanh_backward.grad_input", "tanh_backward", "binary"),
     ("gelu_backward.grad_input", "gelu_backward", "gelu_backward"),
+    *[(f"{op}.out", op, "unary") for op in _ACT3], *[(r, op, "binary") for r, op in _BIN3],
+    ("hardswish", "hardswish", "unary_fn"), ("hardswish_", "hardswish", "unary_inplace"),
+    ("hardswish_backward", "hardswish_backward", "binary_fn"),
+    ("floor_divide", "floor_divide", "binary_fn"),
+    ("floor_divide_.Tensor", "floor_divide", "binary_inplace"),
+    ("leaky_relu.out", "leaky_relu", "unary_scalar"), ("clamp_min.out", "clamp", "unary_scalar"),
+    ("clamp_max.out", "clamp", "unary_scalar"), ("clamp.out", "clamp", "clamp"),
+    ("softplus.out", "softplus", "softplus"),  # also in mish's backward (it decomposes)
     ("sum.IntList_out", "sum", "reduce_dtype"),
     ("mean.out", "mean", "reduce_dtype"),
     ("amax.out", "max", "reduce"),
@@ -95,7 +108,8 @@ FILES: dict[str, tuple[str, ...]] = {
     "elementwise": ("unary", "unary_float", "unary_fn", "unary_inplace", "gelu", "gelu_backward",
                     "binary_alpha", "binary_alpha_fn", "binary_alpha_inplace", "binary",
                     "binary_fn", "binary_inplace", "binary_bool", "binary_scalar", "where_fn",
-                    "ternary_value", "lerp", "threshold_backward"),
+                    "ternary_value", "lerp", "threshold_backward", "unary_scalar", "clamp",
+                    "softplus"),
     "reduce": ("reduce_dtype", "reduce", "reduce_all", "arg_reduce"),
     "nn": ("mm", "addmm", "conv", "conv_backward", "max_pool", "max_pool_backward", "avg_pool",
            "avg_pool_backward", "adaptive_pool", "adaptive_pool_backward", "batch_norm",

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <string_view>
 
 #include "aten.h"
 
@@ -327,6 +328,35 @@ Tensor& k_threshold_backward(const Tensor& g, const Tensor& self, const Scalar& 
   ScalarType t = at::result_type(g, self);
   if (!elementwise(ROW_OP, out, t, Attrs(ROW_OP).f(0, th.toDouble()), {g, self}, {t, t}))
     fallback(ROW, g, self, th, out);
+  return out;
+}
+
+// tier 3: torch's scalars are the op set's attributes (clamp_max's bound is attribute 1)
+bool act(int op, Tensor& out, const Attrs& at, const Tensor& x) {
+  return elementwise(op, out, out.scalar_type(), at, {x}, {out.scalar_type()});
+}
+
+template <int E>
+Tensor& k_unary_scalar(const Tensor& self, const Scalar& s, Tensor& out) {
+  int k = std::string_view(ROW).rfind("clamp_max", 0) == 0;
+  if (!act(ROW_OP, out, Attrs(ROW_OP).f(k, s.toDouble()), self)) fallback(ROW, self, s, out);
+  return out;
+}
+
+template <int E>
+Tensor& k_clamp(const Tensor& self, const std::optional<Scalar>& lo,
+                const std::optional<Scalar>& hi, Tensor& out) {
+  Attrs at(ROW_OP);
+  if (lo) at.f(0, lo->toDouble());
+  if (hi) at.f(1, hi->toDouble());
+  if (!act(ROW_OP, out, at, self)) fallback(ROW, self, lo, hi, out);
+  return out;
+}
+
+template <int E>
+Tensor& k_softplus(const Tensor& self, const Scalar& b, const Scalar& th, Tensor& out) {
+  if (!act(ROW_OP, out, Attrs(ROW_OP).f(0, b.toDouble()).f(1, th.toDouble()), self))
+    fallback(ROW, self, b, th, out);
   return out;
 }
 
