@@ -99,6 +99,14 @@ SPECIAL = {
     "Slice": lambda d: dict(input=val(d, 3, 4), begin=[1, 1], size=[2, -1]),
     "Relu6": lambda d: dict(features=val(d, 2, 3, lo=-1, hi=8)),
     "Relu6Grad": lambda d: dict(gradients=val(d, 2, 3), features=val(d, 2, 3, lo=-1, hi=8)),
+    # tier 3: both signs
+    "Elu": lambda d: dict(features=val(d, 2, 3, lo=-2)),
+    "Softplus": lambda d: dict(features=val(d, 2, 3, lo=-3, hi=3)),
+    "SoftplusGrad": lambda d: dict(gradients=val(d, 2, 3), features=val(d, 2, 3, lo=-3, hi=3)),
+    "Expm1": lambda d: dict(x=val(d, 2, 3, lo=-2)),
+    "FloorDiv": lambda d: dict(x=val(d, 2, 3, lo=-5, hi=5), y=val(d, 2, 3)),
+    "FloorMod": lambda d: dict(x=val(d, 2, 3, lo=-5, hi=5), y=val(d, 1, 3, lo=-2, hi=-0.5)),
+    "Xlogy": lambda d: dict(x=val(d, 2, 3, lo=-1), y=val(d, 2, 3)),
 }
 REDUCE = {"Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin"}
 
