@@ -465,7 +465,37 @@ UD_FLOATS(UD_BN, _)
     const uniform T *uniform gy = (const uniform T *uniform)gy_;                           \
     const uniform int64 cells = g->h * g->w;                                               \
     uniform bool ok = true;                                                                \
-    for (uniform int64 h = 0; h < g->h; h++)                                               \
+    /* windows that do not overlap: every tap is written once (its gradient or 0), no      \
+     * scatter; the zero pass only for cells outside every window. An index outside its     \
+     * window (a bad input) falls back to the scatter below, which checks it. */            \
+    uniform bool tiled = g->dh == 1 && g->dw == 1 && g->kh <= g->sh && g->kw <= g->sw;     \
+    const uniform bool cover = g->kh == g->sh && g->kw == g->sw && g->ph == 0 &&           \
+                               g->pw == 0 && g->oh * g->sh == g->h && g->ow * g->sw == g->w; \
+    const uniform bool tried = tiled;                                                      \
+    for (uniform int64 h = 0; h < g->h && !(tried && cover); h++)                          \
+      for (uniform int64 w = 0; w < g->w; w++) {                                           \
+        uniform T *uniform o = gx + h * g->xs[0] + w * g->xs[1];                           \
+        foreach (c = 0 ... nc) o[c] = 0;                                                   \
+      }                                                                                    \
+    for (uniform int64 oh = 0; oh < g->oh && tiled; oh++)                                  \
+      for (uniform int64 ow = 0; ow < g->ow; ow++) {                                       \
+        const uniform T *uniform go = gy + oh * g->ys[0] + ow * g->ys[1];                  \
+        const uniform int64 *uniform io = idx + oh * g->is[0] + ow * g->is[1];             \
+        foreach (c = 0 ... nc) {                                                           \
+          const int64 i = io[c];                                                           \
+          bool hit = false;                                                                \
+          for (uniform int64 h = max(oh * g->sh - g->ph, 0);                               \
+               h < min(oh * g->sh - g->ph + g->kh, g->h); h++)                             \
+            for (uniform int64 w = max(ow * g->sw - g->pw, 0);                             \
+                 w < min(ow * g->sw - g->pw + g->kw, g->w); w++) {                         \
+              hit = hit || i == h * g->w + w;                                              \
+              gx[h * g->xs[0] + w * g->xs[1] + c] = i == h * g->w + w ? go[c] : 0;         \
+            }                                                                              \
+          if (any(!hit)) tiled = false;                                                    \
+        }                                                                                  \
+      }                                                                                    \
+    if (tiled) return 1;                                                                   \
+    for (uniform int64 h = 0; h < g->h && tried; h++) /* the fallback starts from zeros */ \
       for (uniform int64 w = 0; w < g->w; w++) {                                           \
         uniform T *uniform o = gx + h * g->xs[0] + w * g->xs[1];                           \
         foreach (c = 0 ... nc) o[c] = 0;                                                   \
@@ -546,22 +576,17 @@ UD_FLOATS(UD_POOL_CL, _)
                                   uniform double s2[]) {                                   \
     const uniform T *uniform x = (const uniform T *uniform)x_;                             \
     const uniform T *uniform g = (const uniform T *uniform)g_;                             \
-    for (uniform int64 r = 0; r < rows; r++) {                                             \
-      const uniform T *uniform xr = x + r * rx;                                            \
-      if (g == NULL) {                                                                     \
-        foreach (c = 0 ... nc) {                                                           \
-          const double d = (double)(xr[c] - (T)shift[c]);                                  \
-          s1[c] += d;                                                                      \
-          s2[c] += d * d;                                                                  \
-        }                                                                                  \
-      } else {                                                                             \
-        const uniform T *uniform gr = g + r * rg;                                          \
-        foreach (c = 0 ... nc) {                                                           \
-          const double gi = (double)gr[c];                                                 \
-          s1[c] += gi;                                                                     \
-          s2[c] += gi * (double)(xr[c] - (T)shift[c]);                                     \
-        }                                                                                  \
+    foreach (c = 0 ... nc) { /* rows inner: the sums stay in registers */                   \
+      const T sh = (T)shift[c];                                                            \
+      double a1 = 0, a2 = 0;                                                               \
+      for (uniform int64 r = 0; r < rows; r++) {                                           \
+        const double d = (double)(x[r * rx + c] - sh);                                     \
+        const double gi = g == NULL ? d : (double)g[r * rg + c];                           \
+        a1 += gi;                                                                          \
+        a2 += gi * d;                                                                      \
       }                                                                                    \
+      s1[c] += a1;                                                                         \
+      s2[c] += a2;                                                                         \
     }                                                                                      \
   }                                                                                        \
   /* o = p (u - m) + q v + k per channel; o = p (u - m) + k when v is NULL */              \
@@ -570,16 +595,16 @@ UD_FLOATS(UD_POOL_CL, _)
                                     const void *uniform v_, uniform int64 rv,              \
                                     const uniform double p[], const uniform double m[],    \
                                     const uniform double q[], const uniform double k[]) {  \
-    for (uniform int64 r = 0; r < rows; r++) {                                             \
-      uniform T *uniform o = (uniform T * uniform) o_ + r * ro;                            \
-      const uniform T *uniform u = (const uniform T *uniform)u_ + r * ru;                  \
-      if (v_ == NULL) {                                                                    \
-        foreach (c = 0 ... nc) o[c] = (T)p[c] * (u[c] - (T)m[c]) + (T)k[c];                \
-      } else {                                                                             \
-        const uniform T *uniform v = (const uniform T *uniform)v_ + r * rv;                \
-        foreach (c = 0 ... nc)                                                             \
-          o[c] = (T)p[c] * (u[c] - (T)m[c]) + (T)q[c] * v[c] + (T)k[c];                    \
-      }                                                                                    \
+    uniform T *uniform o = (uniform T * uniform) o_;                                       \
+    const uniform T *uniform u = (const uniform T *uniform)u_;                             \
+    const uniform T *uniform v = (const uniform T *uniform)v_;                             \
+    foreach (c = 0 ... nc) {                                                               \
+      const T pc = (T)p[c], mc = (T)m[c], qc = (T)q[c], kc = (T)k[c];                      \
+      if (v == NULL)                                                                       \
+        for (uniform int64 r = 0; r < rows; r++) o[r * ro + c] = pc * (u[r * ru + c] - mc) + kc; \
+      else                                                                                 \
+        for (uniform int64 r = 0; r < rows; r++)                                           \
+          o[r * ro + c] = pc * (u[r * ru + c] - mc) + qc * v[r * rv + c] + kc;             \
     }                                                                                      \
   }
 UD_FLOATS(UD_BN_CL, _)

@@ -207,14 +207,28 @@ static UD_Error* bn_channels_last(const Bn* B) {
     }
     p[j] = w;
   }
-  if (!B->backward && B->training) { /* the corrected two-pass of bn_task, per channel */
-    bn_rows_sums(&R, blocks, shift, sums); /* shift = 0 */
+  if (!B->backward && B->training) {
+    /* moments about a sample of each channel (its first row): x - shift is then of the order
+     * of the spread and one pass over the tensor does (the whole tensor, not one channel, goes
+     * through the cache per pass). Where that still cancels (a far sample, non-finite values)
+     * and for f64, the corrected second pass of bn_task about the mean follows. */
+    const char* x0 = bn_row(B, 1, 0);
     for (int64_t j = 0; j < c; j++) {
-      double s = sums[j] / (double)B->count;
+      const double v = B->f32 ? ((const float*)x0)[j] : ((const double*)x0)[j];
+      shift[j] = isfinite(v) ? v : 0;
+    }
+    bn_rows_sums(&R, blocks, shift, sums);
+    int again = !B->f32;
+    for (int64_t j = 0; j < c; j++) {
+      const double d = sums[j] / (double)B->count, e2 = sums[c + j] / (double)B->count;
+      again |= !(e2 - d * d >= e2 * 0x1p-20);
+    }
+    for (int64_t j = 0; j < c && again; j++) {
+      double s = shift[j] + sums[j] / (double)B->count;
       if (!isfinite(s)) s = 0;
       shift[j] = B->f32 ? (double)(float)s : s;
     }
-    bn_rows_sums(&R, blocks, shift, sums);
+    if (again) bn_rows_sums(&R, blocks, shift, sums);
     for (int64_t j = 0; j < c; j++) {
       const double d = sums[j] / (double)B->count;
       const double v = sums[c + j] / (double)B->count - d * d, var = v < 0 ? 0 : v;

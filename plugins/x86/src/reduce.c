@@ -209,6 +209,11 @@ static UD_Error* reduce_kernel(int op, uint32_t dtypes, const UD_KernelArgs* a) 
   const UD_Tensor* views[2] = {x, &y_as_x};
   R.kd = ud_x86_collapse_views(2, views, red_mask, R.kshape, R.kstr);
   R.rd = ud_x86_collapse_views(1, views, ~red_mask, R.rshape, R.rstr);
+  if (R.is_arg && x->ndim > 1 && naxes == 0) { /* the index is row-major in x's dim order */
+    const int64_t* xs[1] = {x->strides};
+    R.rd = ud_kit_collapse(x->ndim, x->shape, 1, xs, R.rshape, R.rstr);
+    if (R.rd == 0) R.rd = R.rshape[0] = R.rstr[0][0] = 1;
+  }
   if (R.red_n == 0) {
     for (int64_t k = 0; k < R.kept_n; k++) store(&R, k, R.init, -1);
     return NULL;
