@@ -478,3 +478,50 @@ def test_int32_shape_math_and_host_copies_match_cpu(installed, tf_type):
                 assert g["device"].endswith(f"{tf_type}:0"), (section, name, g)
     assert want["eager"]["bad_gather"]["error"] == "InvalidArgumentError"
     assert all(c["device"].endswith(f"{tf_type}:0") for c in got["copies"].values())
+
+
+KERAS_STEP_PLACEMENT = """
+import json, sys
+import numpy as np, tensorflow as tf, keras
+from tensorflow.python.eager import context
+dev, out = sys.argv[1], {}
+for ldt in ("int32", "int64"):
+    with tf.device(dev):
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        m.compile(keras.optimizers.SGD(0.1), jit_compile=False,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        x = tf.constant(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+        y = tf.constant(np.array([1, 0], ldt))
+        ctx = context.context()
+        ctx.enable_run_metadata()
+        losses = [float(m.train_on_batch(x, y)) for _ in range(3)]
+        md = ctx.export_run_metadata()
+        ctx.disable_run_metadata()
+    step = [g.post_optimization_graph for g in md.function_graphs if any(
+        n.op == "SparseSoftmaxCrossEntropyWithLogits" for n in g.post_optimization_graph.node)]
+    out[ldt] = {"losses": losses, "graphs": len(step), "off_device": sorted(
+        {n.op for g in step for n in g.node if not n.device.endswith(dev.split(":", 1)[1])})}
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("tf_type", TYPES)
+def test_keras_step_is_one_device_partition(installed, tf_type):
+    """The fixed cost of a Keras step (issue 16): with int64 labels every node of the traced step
+    is on the device (one partition, as on TF CPU); int32 labels add only TF's own host-memory
+    `_Arg` on the CPU (a second partition, ~150 µs a step here, that no kernel can avoid). Losses
+    equal TF CPU's."""
+    def run(dev: str, env: dict) -> dict:
+        res = subprocess.run([sys.executable, "-c", KERAS_STEP_PLACEMENT, dev], env=env,
+                             capture_output=True, text=True, timeout=600)
+        lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert res.returncode == 0 and lines, res.stderr[-3000:]
+        return json.loads(lines[-1][7:])
+    want = run("/device:CPU:0", dict(env_for(""), UNIDEV_DISABLE_PLUGIN_AUTOLOAD="1"))
+    got = run(f"/device:{tf_type}:0", env_for(tf_type))
+    for ldt in ("int32", "int64"):
+        assert want[ldt]["off_device"] == [] and got[ldt]["graphs"] == 1, (want, got)
+        np.testing.assert_allclose(got[ldt]["losses"], want[ldt]["losses"], rtol=1e-5)
+    assert got["int64"]["off_device"] == [], got
+    assert got["int32"]["off_device"] == ["_Arg"], got
