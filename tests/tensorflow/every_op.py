@@ -101,6 +101,8 @@ SPECIAL = {
     "Relu6Grad": lambda d: dict(gradients=val(d, 2, 3), features=val(d, 2, 3, lo=-1, hi=8)),
     # tier 3: both signs
     "Elu": lambda d: dict(features=val(d, 2, 3, lo=-2)),
+    "Selu": lambda d: dict(features=val(d, 2, 3, lo=-2)),
+    "EluGrad": lambda d: dict(gradients=val(d, 2, 3), outputs=val(d, 2, 3, lo=-0.9, hi=2)),
     "Softplus": lambda d: dict(features=val(d, 2, 3, lo=-3, hi=3)),
     "SoftplusGrad": lambda d: dict(gradients=val(d, 2, 3), features=val(d, 2, 3, lo=-3, hi=3)),
     "Expm1": lambda d: dict(x=val(d, 2, 3, lo=-2)),

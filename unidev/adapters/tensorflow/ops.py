@@ -84,7 +84,8 @@ TF_OPS: tuple[TfOp, ...] = (
     _b("LessEqual", "le", NUM), _b("Greater", "gt", NUM), _b("GreaterEqual", "ge", NUM),
     _b("LogicalAnd", "logical_and", _BOOL, ()), _b("LogicalOr", "logical_or", _BOOL, ()),
     _b("ReluGrad", "threshold_backward", NUM),
-    # tier 3 (EluGrad, Selu, LeakyRelu(Grad) need attribute values these handlers do not pass)
+    # tier 3 (LeakyRelu(Grad)'s alpha needs kernel.cc to read it; SeluGrad: csrc/elementwise.cc)
+    TfOp("EluGrad", "elu", "elu_backward"), TfOp("Selu", "selu", "elu"),
     _u("Log1p", "log1p"), _u("Expm1", "expm1"), _u("Softplus", "softplus"), _u("Elu", "elu"),
     _u("IsNan", "isnan"), _u("IsInf", "isinf"), _b("SoftplusGrad", "softplus_backward"),
     _b("FloorDiv", "floor_divide"), _b("FloorMod", "remainder"), _b("Xlogy", "xlogy"),

@@ -170,9 +170,24 @@ void h_bias_add(Call& c) {
   c.run(UD_OP_ADD, {&x, &b}, {&dy});
 }
 
+// Selu (elu with selu's constants) and EluGrad (elu's backward from elu's output y): TF fixes
+// the attributes. SeluGrad is not served: at y == 0 TF gives grad * scale, elu_backward does not.
+void h_elu(Call& c, bool selu) {
+  Desc in[2], out;
+  int op = c.k->op->ud, n = op == UD_OP_ELU ? 1 : 2;
+  Attrs at(op);
+  if (selu) at.f("alpha", 1.6732632423543772).f("scale", 1.0507009873554805);
+  if (op == UD_OP_ELU_BACKWARD) at.b("is_result", true);
+  if (!broadcast_inputs(c, n, in, &out)) return;
+  if (n == 1) c.run(op, {&in[0]}, {&out}, at);
+  else c.run(op, {&in[0], &in[1]}, {&out}, at);
+}
+
 }  // namespace
 
 void register_elementwise() {
+  handler("elu", [](Call& c) { h_elu(c, false); });
+  handler("selu", [](Call& c) { h_elu(c, true); });
   handler("unary", h_unary);
   handler("eager_const", h_eager_const);
   handler("forward", h_forward);
