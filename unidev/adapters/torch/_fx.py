@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from ...graph.frontend import axes, expanded, operand, pair, squeezed, swapped, unsqueezed
 from ...graph.ir import Graph, Value
 from ._optable import TABLE
 
@@ -32,42 +31,21 @@ for _aten, _op, _kind in TABLE:
         ROWS.setdefault(_packet(_aten), (_op, "binary"))
 
 
-def _operand(g: Graph, v: Any, like: Value) -> Value:
-    """A tensor operand; a Python number becomes a 0-d constant of `like`'s dtype."""
-    if isinstance(v, Value):
-        return v
-    if isinstance(v, bool | int | float):
-        return g.const(np.array(v, dtype=np.dtype(like.dtype)))
-    raise TypeError(f"operand {v!r}")
-
-
-def _axes(dims: Any, ndim: int) -> tuple[int, ...]:
-    if dims is None or (isinstance(dims, list | tuple) and not dims):
-        return tuple(range(ndim))
-    dims = [dims] if isinstance(dims, int) else dims
-    return tuple(sorted(d % max(ndim, 1) for d in dims))
-
-
-def _pair(v: Any) -> tuple[int, int]:
-    v = tuple(v) if isinstance(v, list | tuple) else (v,)
-    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
-
-
 def _binary(g, op, a, kw):
     x, y = a[0], a[1]
     if set(kw) - {"alpha"}:  # div's rounding_mode: another op
         raise NotImplementedError(f"{op} with {sorted(kw)}")
     if not isinstance(x, Value):
-        x = _operand(g, x, y)
-    y = _operand(g, y, x)
+        x = operand(g, x, y)
+    y = operand(g, y, x)
     alpha = kw.get("alpha", a[2] if len(a) > 2 else 1)
     return g.call(op, x, y, alpha=float(alpha)) if alpha != 1 else g.call(op, x, y)
 
 
 def _where(g, op, a, kw):
     cond, x, y = a[:3]
-    x = _operand(g, x, y if isinstance(y, Value) else cond)
-    return g.call(op, x, _operand(g, y, x), cond)
+    x = operand(g, x, y if isinstance(y, Value) else cond)
+    return g.call(op, x, operand(g, y, x), cond)
 
 
 def _reduce(g, op, a, kw):
@@ -76,13 +54,13 @@ def _reduce(g, op, a, kw):
         x = g.call("cast", x, dtype=_dtype(dtype))
     dims = a[1] if len(a) > 1 else kw.get("dim")
     keep = a[2] if len(a) > 2 else kw.get("keepdim", False)
-    return g.call(op, x, axes=_axes(dims, x.ndim), keepdims=bool(keep))
+    return g.call(op, x, axes=axes(dims, x.ndim), keepdims=bool(keep))
 
 
 def _conv_attrs(x: Value, stride, padding, dilation, transposed, groups) -> dict:
     if transposed or x.ndim != 4:
         raise NotImplementedError("only non-transposed 2-d convolution")
-    return dict(stride=_pair(stride), padding=_pair(padding), dilation=_pair(dilation),
+    return dict(stride=pair(stride), padding=pair(padding), dilation=pair(dilation),
                 groups=int(groups))
 
 
@@ -96,8 +74,8 @@ def _conv_backward(g, op, a, kw):
 
 
 def _pool(k, stride=(), padding=0, dilation=1, ceil=False) -> dict:
-    return dict(kernel_size=_pair(k), stride=_pair(stride) if stride else (),
-                padding=_pair(padding), dilation=_pair(dilation), ceil_mode=bool(ceil))
+    return dict(kernel_size=pair(k), stride=pair(stride) if stride else (),
+                padding=pair(padding), dilation=pair(dilation), ceil_mode=bool(ceil))
 
 
 def _batch_norm(g, op, a, kw):
@@ -135,7 +113,7 @@ KINDS: dict[str, Callable] = {
     "conv_backward": _conv_backward,
     "max_pool": lambda g, op, a, kw: g.call(op, a[0], **_pool(*a[1:6])),
     "max_pool_backward": lambda g, op, a, kw: g.call(op, a[0], a[1], a[7], **_pool(*a[2:7])),
-    "adaptive_pool": lambda g, op, a, kw: g.call(op, a[0], output_size=_pair(a[1])),
+    "adaptive_pool": lambda g, op, a, kw: g.call(op, a[0], output_size=pair(a[1])),
     "adaptive_pool_backward": lambda g, op, a, kw: g.call(op, a[0], a[1],
                                                           output_size=tuple(a[0].shape[2:])),
     "batch_norm": _batch_norm,
@@ -157,39 +135,23 @@ KINDS: dict[str, Callable] = {
 }
 
 
-def _squeeze(x: Value, dims: Any = None) -> tuple:
-    axes = _axes(dims, x.ndim) if dims is not None else range(x.ndim)
-    return tuple(d for i, d in enumerate(x.shape) if not (i in axes and d == 1))
-
-
-def _unsqueeze(x: Value, dim: int) -> tuple:
-    s = list(x.shape)
-    s.insert(dim % (x.ndim + 1), 1)
-    return tuple(s)
-
-
 def _view(g: Graph, packet: str, a: list, kw: dict) -> Value | None:
     """Views and identities, graph-level (no kernel); None when `packet` is none of them."""
     x = a[0] if a else None
     if packet in ("view", "_unsafe_view", "reshape"):
         return g.call("reshape", x, shape=tuple(int(d) for d in a[1]))
     if packet == "squeeze":
-        return g.call("reshape", x, shape=_squeeze(x, a[1] if len(a) > 1 else None))
+        return g.call("reshape", x, shape=squeezed(x, a[1] if len(a) > 1 else None))
     if packet == "unsqueeze":
-        return g.call("reshape", x, shape=_unsqueeze(x, a[1]))
+        return g.call("reshape", x, shape=unsqueezed(x, a[1]))
     if packet == "t":
         return g.call("transpose", x, perm=tuple(reversed(range(x.ndim))))
     if packet == "permute":
         return g.call("transpose", x, perm=tuple(int(p) for p in a[1]))
     if packet == "transpose":
-        perm = list(range(x.ndim))
-        i, j = a[1] % x.ndim, a[2] % x.ndim
-        perm[i], perm[j] = perm[j], perm[i]
-        return g.call("transpose", x, perm=tuple(perm))
+        return g.call("transpose", x, perm=swapped(x.ndim, a[1], a[2]))
     if packet == "expand":
-        shape = [x.shape[i - len(a[1]) + x.ndim] if d == -1 else int(d)
-                 for i, d in enumerate(a[1])]
-        return g.call("expand", x, shape=tuple(shape))
+        return g.call("expand", x, shape=expanded(x, a[1]))
     if packet in ("detach", "alias", "lift_fresh_copy"):
         return x
     if packet == "clone":

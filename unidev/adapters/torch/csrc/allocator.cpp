@@ -56,12 +56,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       lock.lock();
     }
     b->requested = n;
-    auto& st = stats_[dev];
-    st.allocation[0].increase(1);
-    st.active[0].increase(1);
-    st.allocated_bytes[0].increase(size);
-    st.active_bytes[0].increase(size);
-    st.requested_bytes[0].increase(n);
+    count_live(b, true);
     return {reinterpret_cast<void*>(b->handle), b, &free_block,
             c10::Device(c10::DeviceType::PrivateUse1, dev)};
   }
@@ -71,12 +66,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       if (s != b->stream) check(plugin().api->stream_synchronize(s), "free (recorded stream)");
     b->used_on.clear();
     std::lock_guard<std::mutex> g(mu_);
-    auto& st = stats_[b->device];
-    st.allocation[0].decrease(1);
-    st.active[0].decrease(1);
-    st.allocated_bytes[0].decrease(b->size);
-    st.active_bytes[0].decrease(b->size);
-    st.requested_bytes[0].decrease(b->requested);
+    count_live(b, false);
     cache_[{b->device, b->stream, b->size}].push_back(b);
   }
 
@@ -154,6 +144,15 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
  private:
+  // a live block's statistics: one allocation, its bytes, the bytes asked for (mu_ held)
+  void count_live(const Block* b, bool up) {
+    auto& st = stats_[b->device];
+    for (auto [s, n] : {std::pair{&st.allocation, size_t{1}}, {&st.active, size_t{1}},
+                        {&st.allocated_bytes, b->size}, {&st.active_bytes, b->size},
+                        {&st.requested_bytes, b->requested}})
+      up ? (*s)[0].increase(n) : (*s)[0].decrease(n);
+  }
+
   Block* fresh(c10::DeviceIndex dev, UD_Stream stream, size_t size) {
     UD_Handle h = 0;
     UD_Error* err = plugin().api->mem_alloc(dev, stream, size, &h);

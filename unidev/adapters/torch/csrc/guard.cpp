@@ -27,6 +27,8 @@ int64_t new_stream_id(c10::DeviceIndex dev) {
   return id;
 }
 
+UD_Stream ud_stream(const c10::Stream& s) { return stream_at(s.device_index(), s.id()); }
+
 struct Guard final : c10::impl::DeviceGuardImplInterface {
   static constexpr auto kType = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return kType; }
@@ -58,7 +60,7 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
     c10::Stream old = getStream(s.device());
-    stream_at(s.device_index(), s.id());
+    ud_stream(s);
     tls_stream[s.device_index()] = s.id();
     return old;
   }
@@ -74,13 +76,11 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
       check(plugin().api->event_create(s.device_index(), &ev), "event_create");
       *e = ev;
     }
-    check(plugin().api->event_record(static_cast<UD_Event>(*e), stream_at(s.device_index(), s.id())),
-          "event_record");
+    check(plugin().api->event_record(static_cast<UD_Event>(*e), ud_stream(s)), "event_record");
   }
   void block(void* e, const c10::Stream& s) const override {
     if (!e) return;
-    check(plugin().api->stream_wait_event(stream_at(s.device_index(), s.id()),
-                                          static_cast<UD_Event>(e)),
+    check(plugin().api->stream_wait_event(ud_stream(s), static_cast<UD_Event>(e)),
           "stream_wait_event");
   }
   bool queryEvent(void* e) const override {
@@ -95,12 +95,11 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceCapability getDeviceCapability(c10::Device) const override { return {}; }
   bool queryStream(const c10::Stream& s) const override {
     int32_t done = 0;
-    check(plugin().api->stream_query(stream_at(s.device_index(), s.id()), &done), "stream_query");
+    check(plugin().api->stream_query(ud_stream(s), &done), "stream_query");
     return done != 0;
   }
   void synchronizeStream(const c10::Stream& s) const override {
-    check(plugin().api->stream_synchronize(stream_at(s.device_index(), s.id())),
-          "stream_synchronize");
+    check(plugin().api->stream_synchronize(ud_stream(s)), "stream_synchronize");
   }
   void synchronizeEvent(void* e) const override {
     if (e) check(plugin().api->event_synchronize(static_cast<UD_Event>(e)), "event_synchronize");

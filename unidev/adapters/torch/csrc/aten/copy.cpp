@@ -15,21 +15,23 @@
 namespace unidev_torch {
 namespace {
 
-// Raw copies of `n` bytes at byte `offset` of `t`'s storage; the stream is drained before
-// returning because the host buffer may be reused (or read) as soon as we return.
-void h2d(const Tensor& t, uint64_t offset, const void* src, uint64_t n) {
-  c10::DeviceIndex dev = t.device().index();
-  check(plugin().api->memcpy_h2d(current_stream(dev), handle_of(t) + offset, src, n), "memcpy_h2d");
-  synchronize_stream(dev);
-}
-
-void d2h(const Tensor& t, uint64_t offset, void* dst, uint64_t n) {
-  c10::DeviceIndex dev = t.device().index();
-  check(plugin().api->memcpy_d2h(current_stream(dev), dst, handle_of(t) + offset, n), "memcpy_d2h");
-  synchronize_stream(dev);
-}
-
 uint64_t first_byte(const Tensor& t) { return t.storage_offset() * t.element_size(); }
+
+// Raw copies of `n` bytes (default: t's elements, dense) at `t`'s first element; the stream is
+// drained before returning because the host buffer may be reused (or read) as soon as we return.
+void h2d(const Tensor& t, const void* src, uint64_t n) {
+  c10::DeviceIndex dev = t.device().index();
+  check(plugin().api->memcpy_h2d(current_stream(dev), handle_of(t) + first_byte(t), src, n),
+        "memcpy_h2d");
+  synchronize_stream(dev);
+}
+
+void d2h(const Tensor& t, void* dst, uint64_t n = 0) {
+  c10::DeviceIndex dev = t.device().index();
+  check(plugin().api->memcpy_d2h(current_stream(dev), dst, handle_of(t) + first_byte(t),
+                                 n ? n : t.nbytes()), "memcpy_d2h");
+  synchronize_stream(dev);
+}
 
 // The bytes of storage a strided view spans, copied to the host, and the same view onto them:
 // strided copies of dtypes the plugin has no copy kernel for go through this.
@@ -37,7 +39,7 @@ std::pair<Tensor, Tensor> span_to_host(const Tensor& t) {
   uint64_t end = at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.element_size(),
                                                   t.storage_offset());
   Tensor bytes = at::empty({static_cast<int64_t>(end - first_byte(t))}, at::kByte);
-  d2h(t, first_byte(t), bytes.data_ptr(), bytes.numel());
+  d2h(t, bytes.data_ptr(), bytes.numel());
   Tensor view = at::from_blob(bytes.data_ptr(), t.sizes(), t.strides(), [bytes](void*) {},
                               t.options().device(at::kCPU));
   return {view, bytes};
@@ -49,10 +51,8 @@ void device_copy(const Tensor& src, const Tensor& dst) {
   bool same = src.scalar_type() == dst.scalar_type();
   if (same && src.sizes() == dst.sizes() && src.is_contiguous() && dst.is_contiguous()) {
     if (handle_of(src) == handle_of(dst) && src.storage_offset() == dst.storage_offset()) return;
-    check(plugin().api->memcpy_d2d(current_stream(dst.device().index()),
-                                   handle_of(dst) + dst.storage_offset() * dst.element_size(),
-                                   handle_of(src) + src.storage_offset() * src.element_size(),
-                                   dst.numel() * dst.element_size()),
+    check(plugin().api->memcpy_d2d(current_stream(dst.device().index()), handle_of(dst) +
+                                   first_byte(dst), handle_of(src) + first_byte(src), dst.nbytes()),
           "memcpy_d2d");
     return;
   }
@@ -91,11 +91,11 @@ Tensor to_host(const Tensor& t) {
   if (!s.is_contiguous() && s.is_non_overlapping_and_dense()) {
     // channels-last and other dense layouts: one raw transfer into a host tensor of that layout
     h = at::empty_strided(s.sizes(), s.strides(), s.options().device(at::kCPU));
-    d2h(s, first_byte(s), h.data_ptr(), s.numel() * s.element_size());
+    d2h(s, h.data_ptr());
   } else if (s.is_contiguous() || kernel(UD_OP_COPY, s.scalar_type())) {
     Tensor c = s.contiguous();
     h = at::empty(c.sizes(), c.options().device(at::kCPU));
-    d2h(c, first_byte(c), h.data_ptr(), c.numel() * c.element_size());
+    d2h(c, h.data_ptr());
   } else {
     h = span_to_host(s).first;
   }
@@ -117,19 +117,19 @@ void from_host(const Tensor& h_in, const Tensor& dst) {
     // channels-last and other dense layouts: staged on the host in d's strides, one transfer
     if (h.strides() != d.strides())
       h = at::empty_strided(d.sizes(), d.strides(), h.options()).copy_(h);
-    return h2d(d, first_byte(d), h.data_ptr(), n);
+    return h2d(d, h.data_ptr(), n);
   }
   h = h.contiguous();
   if (d.is_contiguous()) {
-    h2d(d, first_byte(d), h.data_ptr(), n);
+    h2d(d, h.data_ptr(), n);
   } else if (kernel(UD_OP_COPY, d.scalar_type())) {
     Tensor tmp = at::empty(d.sizes(), d.options());
-    h2d(tmp, 0, h.data_ptr(), n);
+    h2d(tmp, h.data_ptr(), n);
     device_copy(tmp, d);
   } else {  // read, modify and write back the span of the view
     auto [view, bytes] = span_to_host(d);
     view.copy_(h);
-    h2d(d, first_byte(d), bytes.data_ptr(), bytes.numel());
+    h2d(d, bytes.data_ptr(), bytes.numel());
   }
 }
 
@@ -157,7 +157,7 @@ Tensor copy_from(const Tensor& src, const Tensor& dst, bool) {
              ((src.is_contiguous() && dst.is_contiguous()) ||
               (src.strides() == dst.strides() && src.is_non_overlapping_and_dense()))) {
     const c10::DeviceGuard guard(src.device());
-    d2h(src, first_byte(src), dst.data_ptr(), src.numel() * src.element_size());
+    d2h(src, dst.data_ptr());
   } else {
     dst.copy_(to_host(src));
   }
@@ -172,7 +172,7 @@ Tensor copy_from_and_resize(const Tensor& src, const Tensor& dst) {
 Scalar local_scalar_dense(const Tensor& self) {
   const c10::DeviceGuard guard(self.device());
   Tensor h = at::empty({}, self.options().device(at::kCPU));
-  d2h(self, first_byte(self), h.data_ptr(), self.element_size());
+  d2h(self, h.data_ptr(), self.element_size());
   if (self.is_conj()) h = h.conj();
   return (self.is_neg() ? at::_neg_view(h) : h).item();
 }
@@ -281,7 +281,7 @@ void fill_value(const Tensor& t, const Scalar& v) {
   const c10::DeviceGuard guard(t.device());
   auto [view, bytes] = span_to_host(t);
   view.fill_(v);
-  h2d(t, first_byte(t), bytes.data_ptr(), bytes.numel());
+  h2d(t, bytes.data_ptr(), bytes.numel());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -53,10 +53,6 @@ Tensor& k_addmm(const Tensor& c, const Tensor& a, const Tensor& b, const Scalar&
 // thread: its autograd Function sets them around each call, and backward runs on autograd's own
 // device thread.
 thread_local std::string t_conv_algo[3];
-Attrs& algo(Attrs& a, int dir, int k) {
-  if (!t_conv_algo[dir].empty()) a.s(k, t_conv_algo[dir].c_str());
-  return a;
-}
 
 int64_t conv_out(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (n + 2 * p - d * (k - 1) - 1) / s + 1;
@@ -68,6 +64,28 @@ at::MemoryFormat conv_format(const Tensor& x, const Tensor& w) {
   bool cl = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast ||
             w.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
   return cl ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+}
+
+// conv2d (dir 0) and its backward ops (1: grad_x, 2: grad_w, whose first attribute is the
+// result's shape) share stride, padding, dilation, groups and algorithm, in that order.
+static_assert(UD_ATTR_CONV2D_STRIDE == 0 && UD_ATTR_CONV2D_ALGORITHM == 4 &&
+              UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE == 1 &&
+              UD_ATTR_CONV2D_BACKWARD_INPUT_ALGORITHM == 5 &&
+              UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE == 1 &&
+              UD_ATTR_CONV2D_BACKWARD_WEIGHT_ALGORITHM == 5);
+Tensor conv_call(int dir, IntArrayRef shape, const Tensor& like, at::MemoryFormat fmt,
+                 std::initializer_list<UD_Tensor> ins, const Tensor& x, IntArrayRef stride,
+                 IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  static constexpr int kOps[3] = {UD_OP_CONV2D, UD_OP_CONV2D_BACKWARD_INPUT,
+                                  UD_OP_CONV2D_BACKWARD_WEIGHT};
+  Tensor y = at::empty(shape, like.options().memory_format(fmt));
+  Attrs at(kOps[dir]);
+  int k = dir == 0 ? 0 : 1;
+  if (dir != 0) at.ints(0, y.sizes());
+  at.ints(k, stride).ints(k + 1, padding).ints(k + 2, dilation).i(k + 3, groups);
+  if (!t_conv_algo[dir].empty()) at.s(k + 4, t_conv_algo[dir].c_str());
+  call(kOps[dir], x.scalar_type(), ins, {desc(y)}, at, x.device().index());
+  return y;
 }
 
 bool conv_ok(const Tensor& x, bool transposed, IntArrayRef output_padding) {
@@ -86,14 +104,11 @@ Tensor k_conv(const Tensor& x, const Tensor& w, const OptTensor& bias, IntArrayR
     return at::convolution(x.cpu(), w.cpu(), b, stride, padding, dilation, transposed, opad, groups)
         .to(x.device());
   }
-  Tensor y = at::empty({x.size(0), w.size(0), conv_out(x.size(2), w.size(2), stride[0], padding[0],
-                        dilation[0]), conv_out(x.size(3), w.size(3), stride[1], padding[1],
-                        dilation[1])}, x.options().memory_format(conv_format(x, w)));
-  Attrs at = Attrs(UD_OP_CONV2D).ints(UD_ATTR_CONV2D_STRIDE, stride).ints(UD_ATTR_CONV2D_PADDING, padding)
-      .ints(UD_ATTR_CONV2D_DILATION, dilation).i(UD_ATTR_CONV2D_GROUPS, groups);
-  call(UD_OP_CONV2D, x.scalar_type(), {desc(x), desc(w), opt_desc(bias)}, {desc(y)},
-       algo(at, 0, UD_ATTR_CONV2D_ALGORITHM), x.device().index());
-  return y;
+  int64_t shape[4] = {x.size(0), w.size(0),
+                      conv_out(x.size(2), w.size(2), stride[0], padding[0], dilation[0]),
+                      conv_out(x.size(3), w.size(3), stride[1], padding[1], dilation[1])};
+  return conv_call(0, shape, x, conv_format(x, w), {desc(x), desc(w), opt_desc(bias)}, x, stride,
+                   padding, dilation, groups);
 }
 
 template <int E>
@@ -110,26 +125,11 @@ std::tuple<Tensor, Tensor, Tensor> k_conv_backward(
     return {back(gx), back(gw), back(gb)};
   }
   Tensor gx, gw, gb;
-  c10::DeviceIndex dev = x.device().index();
   at::MemoryFormat fmt = conv_format(x, w);
-  if (mask[0]) {
-    gx = at::empty(x.sizes(), x.options().memory_format(fmt));
-    call(UD_OP_CONV2D_BACKWARD_INPUT, x.scalar_type(), {desc(gy), desc(w)}, {desc(gx)},
-         algo(Attrs(UD_OP_CONV2D_BACKWARD_INPUT).ints(UD_ATTR_CONV2D_BACKWARD_INPUT_INPUT_SHAPE, x.sizes())
-             .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_STRIDE, stride)
-             .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_PADDING, padding)
-             .ints(UD_ATTR_CONV2D_BACKWARD_INPUT_DILATION, dilation)
-             .i(UD_ATTR_CONV2D_BACKWARD_INPUT_GROUPS, groups), 1, UD_ATTR_CONV2D_BACKWARD_INPUT_ALGORITHM), dev);
-  }
-  if (mask[1]) {
-    gw = at::empty(w.sizes(), w.options().memory_format(fmt));
-    call(UD_OP_CONV2D_BACKWARD_WEIGHT, x.scalar_type(), {desc(gy), desc(x)}, {desc(gw)},
-         algo(Attrs(UD_OP_CONV2D_BACKWARD_WEIGHT).ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_WEIGHT_SHAPE, w.sizes())
-             .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_STRIDE, stride)
-             .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_PADDING, padding)
-             .ints(UD_ATTR_CONV2D_BACKWARD_WEIGHT_DILATION, dilation)
-             .i(UD_ATTR_CONV2D_BACKWARD_WEIGHT_GROUPS, groups), 2, UD_ATTR_CONV2D_BACKWARD_WEIGHT_ALGORITHM), dev);
-  }
+  if (mask[0])
+    gx = conv_call(1, x.sizes(), x, fmt, {desc(gy), desc(w)}, x, stride, padding, dilation, groups);
+  if (mask[1])
+    gw = conv_call(2, w.sizes(), w, fmt, {desc(gy), desc(x)}, x, stride, padding, dilation, groups);
   if (mask[2]) gb = gy.sum(at::IntArrayRef{0, 2, 3});
   return {gx, gw, gb};
 }
