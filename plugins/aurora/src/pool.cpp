@@ -92,38 +92,41 @@ template <class T> struct MaxPool {
     if (VESIMresult r = dense_in(k, c.in[UD_IN_MAX_POOL2D_X], &x, l)) return r;
     if (VESIMresult r = dense_out(k, yt, &y, false, l)) return r;
     if (VESIMresult r = dense_out(k, it, &idx, false, l)) return r;
+    // The winning tap per column (or channel) is an integer as wide as T: the passes vectorize.
+    using Tap = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
     if (l == kNHWC) {  // the same selection, a vector pass along the channels per tap
       VESIMresult r = channel_parts(k, g, [&](int64_t n, int64_t c0, int64_t c1) {
+        const int64_t nc = c1 - c0;
+        std::vector<Tap> tap(nc);
+        std::vector<int64_t> at(g.kh * g.kw);
         for (int64_t o = n * g.oh * g.ow; o < (n + 1) * g.oh * g.ow; o++) {
           const int64_t oh = o / g.ow % g.oh, ow = o % g.ow;
-          T* yr = y + o * g.c;
-          int64_t* ir = idx + o * g.c;
-          std::fill(yr + c0, yr + c1, -std::numeric_limits<T>::infinity());
-          std::fill(ir + c0, ir + c1, int64_t(-1));
-          for (int64_t r = 0; r < g.kh; r++) {
-            const int64_t ih = oh * g.sh - g.ph + r * g.dh;
-            for (int64_t s = 0; s < g.kw && ih >= 0 && ih < g.h; s++) {
-              const int64_t iw = ow * g.sw - g.pw + s * g.dw, at = ih * g.w + iw;
-              if (iw < 0 || iw >= g.w) continue;
-              const T* xr = x + (n * g.h * g.w + at) * g.c;
+          T* __restrict yr = y + o * g.c + c0;
+          Tap* __restrict tp = tap.data();
+          std::fill_n(yr, nc, -std::numeric_limits<T>::infinity());
+          std::fill_n(tp, nc, Tap(-1));
+          for (int64_t r = 0, t = 0; r < g.kh; r++)
+            for (int64_t s = 0; s < g.kw; s++, t++) {
+              const int64_t ih = oh * g.sh - g.ph + r * g.dh, iw = ow * g.sw - g.pw + s * g.dw;
+              at[t] = ih * g.w + iw;
+              if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+              const T* __restrict xr = x + (n * g.h * g.w + at[t]) * g.c + c0;
 #pragma omp simd
-              for (int64_t ch = c0; ch < c1; ch++) {
+              for (int64_t ch = 0; ch < nc; ch++) {
                 const T v = xr[ch];
-                const bool take = (ir[ch] < 0) | (v > yr[ch]) | (v != v);
+                const bool take = (tp[ch] < 0) | (v > yr[ch]) | (v != v);
                 yr[ch] = take ? v : yr[ch];
-                ir[ch] = take ? at : ir[ch];
+                tp[ch] = take ? Tap(t) : tp[ch];
               }
             }
-          }
-          for (int64_t ch = c0; ch < c1; ch++) ir[ch] = std::max<int64_t>(ir[ch], 0);
+          int64_t* ir = idx + o * g.c + c0;
+          for (int64_t ch = 0; ch < nc; ch++) ir[ch] = tp[ch] < 0 ? 0 : at[tp[ch]];
         }
       });
       if (r || (r = store(k, yt, y, l))) return r;
       return store(k, it, idx, l);
     }
-    // Each tap (in window order) is a vector pass over the output columns where it is in bounds;
-    // the winning tap per column is an integer as wide as T, so that the pass vectorizes.
-    using Tap = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    // Each tap (in window order) is a vector pass over the output columns where it is in bounds.
     auto rows = [&](int64_t r0, int64_t r1, auto st) {
       std::vector<Tap> tap(g.ow);
       std::vector<int64_t> offs(g.kh * g.kw);
