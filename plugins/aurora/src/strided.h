@@ -23,10 +23,25 @@ struct Views {
 template <int N>
 Views<N> make_views(const Tensor* const (&ts)[N]) {
   Views<N> v;
+  // Dims in the output's memory order (largest stride first, stable; the same permutation for
+  // every view) before collapsing: a channels-last or other dense permuted map whose operands
+  // share the layout becomes one unit-stride run. The flat order of a map doesn't matter.
+  const int nd = ts[0]->ndim;
+  int order[kMaxDims];
+  for (int k = 0; k < nd; k++) {
+    int j = k;
+    for (; j > 0 && std::llabs(ts[0]->strides[order[j - 1]]) < std::llabs(ts[0]->strides[k]); j--)
+      order[j] = order[j - 1];
+    order[j] = k;
+  }
+  int64_t shape[kMaxDims], ps[N][kMaxDims], cs[N][kMaxDims];
   const int64_t* strides[N];
-  int64_t cs[N][kMaxDims];
-  for (int i = 0; i < N; i++) strides[i] = ts[i]->strides;
-  v.nd = ud_kit_collapse(ts[0]->ndim, ts[0]->shape, N, strides, v.shape, cs);
+  for (int i = 0; i < N; i++) {
+    for (int d = 0; d < nd; d++) ps[i][d] = ts[i]->strides[order[d]];
+    strides[i] = ps[i];
+  }
+  for (int d = 0; d < nd; d++) shape[d] = ts[0]->shape[order[d]];
+  v.nd = ud_kit_collapse(nd, shape, N, strides, v.shape, cs);
   for (int i = 0; i < N; i++) {
     v.base[i] = ts[i]->data;
     for (int d = 0; d < v.nd; d++) v.st[i][d] = cs[i][d] * ts[i]->itemsize();
