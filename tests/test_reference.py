@@ -330,7 +330,8 @@ TIER3 = {
     "hardswish": (_F.hardswish, [{}]), "hardsigmoid": (_F.hardsigmoid, [{}]),
     "mish": (_F.mish, [{}]), "log_sigmoid": (_F.logsigmoid, [{}]),
     "clamp": (lambda x, min=None, max=None: torch.clamp(x, min, max),  # noqa: A002
-              [{"min": -1.0}, {"max": 0.5}, {"min": -1.0, "max": 1.0}, {"min": 1.0, "max": -1.0}]),
+              [{"min": -1.0}, {"max": 0.5}, {"min": -1.0, "max": 1.0}, {"min": 1.0, "max": -1.0},
+               {"min": math.nan}, {"min": -1.0, "max": math.nan}]),
     "isnan": (torch.isnan, [{}]), "isinf": (torch.isinf, [{}]),
     "floor_divide": (torch.floor_divide, [{}]), "remainder": (torch.remainder, [{}]),
     "xlogy": (torch.xlogy, [{}]),

@@ -126,6 +126,7 @@ CASES = {
     "leaky_relu": lambda m: F.leaky_relu(m(4, 5), 0.2),
     "clamp": lambda m: torch.clamp(m(4, 5), -0.5, 0.7),
     "clamp_min": lambda m: torch.clamp(m(4, 5), min=0.1),
+    "clamp_nan_bound": lambda m: (lambda t: t != t)(torch.clamp(m(4, 5), -1.0, float("nan"))),
     "clamp_max_inplace": lambda m: m(4, 5).clamp_max_(0.3),
     "floor_divide": lambda m: torch.floor_divide(m(3, 4) * 4, m(4, positive=True)),
     "floor_divide_inplace": lambda m: (m(3, 4) * 4).floor_divide_(-m(3, 4, positive=True)),

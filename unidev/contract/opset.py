@@ -474,8 +474,8 @@ _TABLE += [
     _act3("hardsigmoid", "y = min(max(x + 3, 0), 6) / 6 (nan stays nan)"),
     _act3("mish", "y = x * tanh(ln(1 + e^x))"),
     _act3("log_sigmoid", "y = min(x, 0) - ln(1 + e^-|x|)"),
-    _act3("clamp", "y = min(max(x, min), max): nan stays nan; min > max gives max (torch's "
-          "clamp with scalar bounds; a missing bound is -inf / inf)",
+    _act3("clamp", "y = min(max(x, min), max): nan stays nan, a nan bound gives nan; min > max "
+          "gives max (torch's clamp with scalar bounds; a missing bound is -inf / inf)",
           (Attr("min", "float", -math.inf), Attr("max", "float", math.inf))),
     _act3("isnan", "out = x is nan (false for integers and bools)", (), ALL, _BOOL_OUT),
     _act3("isinf", "out = x is +inf or -inf (false for integers and bools)", (), ALL, _BOOL_OUT),

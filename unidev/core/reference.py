@@ -230,7 +230,8 @@ def _elu(x: np.ndarray, *, alpha: float, scale: float, input_scale: float) -> np
 def _clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:  # noqa: A002 (op set names)
     x = _f64(x)
     r = np.where(x < min, min, x)
-    return np.where(r > max, max, r)
+    r = np.where(r > max, max, r)
+    return np.full_like(r, np.nan) if math.isnan(min) or math.isnan(max) else r  # as torch
 
 
 def _torch_mod(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -134,9 +134,9 @@ template <class T> inline T hardsig6(T x) {
   t = t < T(0) ? T(0) : t;
   return t > T(6) ? T(6) : t;
 }
-template <class T> inline T clamp_(T x, T lo, T hi) {
+template <class T> inline T clamp_(T x, T lo, T hi) {  // a nan bound gives nan, as in torch
   T r = x < lo ? lo : x;
-  return r > hi ? hi : r;
+  return isnan_(lo) || isnan_(hi) ? T(lo + hi) : r > hi ? hi : r;
 }
 template <class T> inline bool mod_fix(T m, T y) { return m != T(0) && (y < T(0)) != (m < T(0)); }
 template <class T> inline T floor_divide(T x, T y) {  // torch's div_floor_floating
