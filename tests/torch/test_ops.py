@@ -124,6 +124,8 @@ CASES = {
     "hardswish_inplace": lambda m: F.hardswish(m(4, 5) * 3, inplace=True),
     "softplus_beta": lambda m: F.softplus(m(4, 5) * 3, beta=2.0, threshold=1.5),
     "leaky_relu": lambda m: F.leaky_relu(m(4, 5), 0.2),
+    "elu": lambda m: F.elu(m(4, 5), 1.5),
+    "selu_celu": lambda m: torch.stack([F.selu(m(4, 5)), F.celu(m(4, 5), 0.7)]),
     "clamp": lambda m: torch.clamp(m(4, 5), -0.5, 0.7),
     "clamp_min": lambda m: torch.clamp(m(4, 5), min=0.1),
     "clamp_nan_bound": lambda m: (lambda t: t != t)(torch.clamp(m(4, 5), -1.0, float("nan"))),
@@ -164,6 +166,11 @@ GRAD_CASES = {
                                     + F.mish(m(3, 4, grad=True)) * m(3, 4)
                                     + torch.log1p(m(3, 4, grad=True, positive=True))
                                     + torch.clamp(m(3, 4, grad=True), -0.5, 0.5)).sum(),
+    "tier3_scalar_activations": lambda m: (F.elu(m(3, 4, grad=True), 1.5) * m(3, 4)
+                                           + F.selu(m(3, 4, grad=True)) * m(3, 4)
+                                           + F.leaky_relu(m(3, 4, grad=True), 0.2) * m(3, 4)
+                                           + F.softplus(m(3, 4, grad=True), 2.0, 1.0) * m(3, 4)
+                                           ).sum(),
 }
 
 

@@ -360,6 +360,46 @@ Tensor& k_softplus(const Tensor& self, const Scalar& b, const Scalar& th, Tensor
   return out;
 }
 
+// (grad, x) backwards with scalar attributes: the compute dtype is theirs, as torch's
+bool act_grad(int op, Tensor& out, const Attrs& at, const Tensor& g, const Tensor& x) {
+  ScalarType t = at::result_type(g, x);
+  return elementwise(op, out, t, at, {g, x}, {t, t});
+}
+
+template <int E>
+Tensor& k_softplus_backward(const Tensor& g, const Tensor& x, const Scalar& b, const Scalar& th,
+                            Tensor& out) {
+  if (!act_grad(ROW_OP, out, Attrs(ROW_OP).f(0, b.toDouble()).f(1, th.toDouble()), g, x))
+    fallback(ROW, g, x, b, th, out);
+  return out;
+}
+
+template <int E>
+Tensor& k_leaky_relu_backward(const Tensor& g, const Tensor& x, const Scalar& s, bool r,
+                              Tensor& out) {  // r (x is the result) changes nothing: s > 0 there
+  if (!act_grad(ROW_OP, out, Attrs(ROW_OP).f(0, s.toDouble()), g, x))
+    fallback(ROW, g, x, s, r, out);
+  return out;
+}
+
+Attrs elu_attrs(int op, const Scalar& a, const Scalar& s, const Scalar& i) {
+  return Attrs(op).f(0, a.toDouble()).f(1, s.toDouble()).f(2, i.toDouble());
+}
+
+template <int E>
+Tensor& k_elu(const Tensor& x, const Scalar& a, const Scalar& s, const Scalar& i, Tensor& out) {
+  if (!act(ROW_OP, out, elu_attrs(ROW_OP, a, s, i), x)) fallback(ROW, x, a, s, i, out);
+  return out;
+}
+
+template <int E>
+Tensor& k_elu_backward(const Tensor& g, const Scalar& a, const Scalar& s, const Scalar& i, bool r,
+                       const Tensor& x, Tensor& out) {
+  if (!act_grad(ROW_OP, out, elu_attrs(ROW_OP, a, s, i).b(3, r), g, x))
+    fallback(ROW, g, a, s, i, r, x, out);
+  return out;
+}
+
 }  // namespace
 
 UD_TORCH_REGISTER(UD_TORCH_ROWS_ELEMENTWISE)
