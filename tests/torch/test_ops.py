@@ -136,6 +136,7 @@ CASES = {
     "remainder_scalar": lambda m: (m(3, 4) * 4) % 1.5,
     "xlogy": lambda m: torch.xlogy(m(3, 4) * (m(3, 4) > 0), m(3, 4, positive=True)),
     "isinf": lambda m: torch.isinf(m(3, 4) / (m(3, 4) > 0)),
+    "isnan": lambda m: torch.stack([torch.isnan(torch.log(m(3, 4))), torch.isnan(m(3, 4) > 0)]),
 }
 
 GRAD_CASES = {

@@ -360,6 +360,14 @@ Tensor& k_softplus(const Tensor& self, const Scalar& b, const Scalar& th, Tensor
   return out;
 }
 
+template <int E>
+Tensor k_isnan_fn(const Tensor& self) {  // torch's isnan has no out form
+  Tensor out;
+  if (!elementwise(ROW_OP, out, at::kBool, Attrs(ROW_OP), {self}, {self.scalar_type()}))
+    return fallback(ROW, self)[0].toTensor();
+  return out;
+}
+
 // (grad, x) backwards with scalar attributes: the compute dtype is theirs, as torch's
 bool act_grad(int op, Tensor& out, const Attrs& at, const Tensor& g, const Tensor& x) {
   ScalarType t = at::result_type(g, x);
