@@ -293,13 +293,12 @@ UD_TORCH_REGISTER(UD_TORCH_ROWS_COPY)
 
 // copy_from applies conjugate and negative bits itself (see stored()); torch's math-bit fallback
 // would resolve them with a device copy, which is a _copy_from again.
-TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
-  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
-  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
-}
-TORCH_LIBRARY_IMPL(aten, Negative, m) {
-  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
-  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
-}
+#define UD_TORCH_COPY_FALLTHROUGH(KEY)                                      \
+  TORCH_LIBRARY_IMPL(aten, KEY, m) {                                        \
+    m.impl("_copy_from", torch::CppFunction::makeFallthrough());            \
+    m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough()); \
+  }
+UD_TORCH_COPY_FALLTHROUGH(Conjugate)
+UD_TORCH_COPY_FALLTHROUGH(Negative)
 
 }  // namespace unidev_torch

@@ -28,6 +28,12 @@ struct Lists {  // the op's name and its tensor lists, checked once per call
                   "] is on ", list[i].defined() ? list[i].device().str() : "no device",
                   ", expected ", dev, " like self[0] (every tensor of a fused step on one device)");
   }
+  // the composite path's found_inf: read (it synchronizes) once, when a param first needs it
+  bool skip(const OptTensor& found_inf) const {
+    if (skip_ < 0) skip_ = found_inf.has_value() && found_inf->item<double>() == 1.0;
+    return skip_ == 1;
+  }
+  mutable int skip_ = -1;
   // a one-element scalar (grad_scale, found_inf) on the device; CPU ones are copied once
   OptTensor scalar(const char* name, const OptTensor& t) const {
     if (!t.has_value() || !t->defined()) return std::nullopt;
@@ -35,10 +41,6 @@ struct Lists {  // the op's name and its tensor lists, checked once per call
     return t->device() == dev ? *t : t->to(dev);
   }
 };
-
-bool skipped(const OptTensor& found_inf) {  // the composite path's found_inf (synchronizes)
-  return found_inf.has_value() && found_inf->item<double>() == 1.0;
-}
 
 double lr_value(const char* op, const Tensor& lr) {
   TORCH_CHECK(lr.numel() == 1, op, ": lr has ", lr.numel(), " elements, expected one");
@@ -77,7 +79,6 @@ void fused_sgd(TensorList self, TensorList grads, TensorList bufs, const Sgd& s,
       .f(UD_ATTR_SGD_UPDATE_DAMPENING, s.dampening).f(UD_ATTR_SGD_UPDATE_WEIGHT_DECAY, s.wd)
       .b(UD_ATTR_SGD_UPDATE_NESTEROV, s.nesterov).b(UD_ATTR_SGD_UPDATE_MAXIMIZE, s.maximize)
       .b(UD_ATTR_SGD_UPDATE_FIRST_STEP, s.first);
-  bool composite_skip = false, asked = false;
   for (size_t i = 0; i < self.size(); ++i) {
     const Tensor* buf = s.momentum != 0 ? &bufs[i] : nullptr;
     if (UD_KernelFn fn = kernel(UD_OP_SGD_UPDATE, self[i].scalar_type())) {
@@ -86,8 +87,7 @@ void fused_sgd(TensorList self, TensorList grads, TensorList bufs, const Sgd& s,
       launch(fn, UD_OP_SGD_UPDATE, L.dev.index(), in, 5, nullptr, 0, at);
       continue;
     }
-    if (!asked) composite_skip = skipped(inf), asked = true;
-    if (!composite_skip) sgd_composite(self[i], grads[i], buf, s, scale);
+    if (!L.skip(inf)) sgd_composite(self[i], grads[i], buf, s, scale);
   }
 }
 
@@ -149,7 +149,6 @@ void fused_adam(const char* op, TensorList self, TensorList grads, TensorList ex
       .f(UD_ATTR_ADAM_UPDATE_BETA2, a.beta2).f(UD_ATTR_ADAM_UPDATE_EPS, a.eps)
       .f(UD_ATTR_ADAM_UPDATE_WEIGHT_DECAY, a.wd).b(UD_ATTR_ADAM_UPDATE_DECOUPLED, a.decoupled)
       .b(UD_ATTR_ADAM_UPDATE_MAXIMIZE, a.maximize);
-  bool composite_skip = false, asked = false;
   for (size_t i = 0; i < self.size(); ++i) {
     TORCH_CHECK(steps[i].numel() == 1, op, ": state_steps[", i, "] has ", steps[i].numel(),
                 " elements, expected one");
@@ -161,8 +160,7 @@ void fused_adam(const char* op, TensorList self, TensorList grads, TensorList ex
       launch(fn, UD_OP_ADAM_UPDATE, L.dev.index(), in, 8, nullptr, 0, at);
       continue;
     }
-    if (!asked) composite_skip = skipped(inf), asked = true;
-    if (!composite_skip)
+    if (!L.skip(inf))
       adam_composite(self[i], grads[i], exp_avgs[i], exp_avg_sqs[i], vmax, steps[i], a, scale);
   }
 }
