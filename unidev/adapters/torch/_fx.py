@@ -135,35 +135,29 @@ KINDS: dict[str, Callable] = {
 }
 
 
-def _view(g: Graph, packet: str, a: list, kw: dict) -> Value | None:
-    """Views and identities, graph-level (no kernel); None when `packet` is none of them."""
-    x = a[0] if a else None
-    if packet in ("view", "_unsafe_view", "reshape"):
-        return g.call("reshape", x, shape=tuple(int(d) for d in a[1]))
-    if packet == "squeeze":
-        return g.call("reshape", x, shape=squeezed(x, a[1] if len(a) > 1 else None))
-    if packet == "unsqueeze":
-        return g.call("reshape", x, shape=unsqueezed(x, a[1]))
-    if packet == "t":
-        return g.call("transpose", x, perm=tuple(reversed(range(x.ndim))))
-    if packet == "permute":
-        return g.call("transpose", x, perm=tuple(int(p) for p in a[1]))
-    if packet == "transpose":
-        return g.call("transpose", x, perm=swapped(x.ndim, a[1], a[2]))
-    if packet == "expand":
-        return g.call("expand", x, shape=expanded(x, a[1]))
-    if packet in ("detach", "alias", "lift_fresh_copy"):
-        return x
-    if packet == "clone":
-        return g.call("copy", x)
-    if packet == "_to_copy" and set(kw) <= {"dtype", "layout", "device"}:
-        dt = _dtype(kw["dtype"]) if kw.get("dtype") is not None else x.dtype
-        return g.call("cast", x, dtype=dt) if dt != x.dtype else g.call("copy", x)
-    return None
+def _to_copy(g: Graph, x: Value, a: list, kw: dict) -> Value:
+    if not set(kw) <= {"dtype", "layout", "device"}:
+        raise NotImplementedError(f"_to_copy with {sorted(kw)}")
+    dt = _dtype(kw["dtype"]) if kw.get("dtype") is not None else x.dtype
+    return g.call("cast", x, dtype=dt) if dt != x.dtype else g.call("copy", x)
 
 
-_VIEWS = ("view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "t", "permute", "transpose",
-          "expand", "detach", "alias", "lift_fresh_copy", "clone", "_to_copy")
+_reshape = lambda g, x, a, kw: g.call("reshape", x, shape=tuple(int(d) for d in a[1]))  # noqa: E731
+_same = lambda g, x, a, kw: x  # noqa: E731
+# views and identities, graph-level (no kernel): packet -> fn(graph, x = args[0], args, kwargs)
+_VIEWS: dict[str, Callable] = {
+    "view": _reshape, "_unsafe_view": _reshape, "reshape": _reshape,
+    "squeeze": lambda g, x, a, kw: g.call("reshape", x, shape=squeezed(
+        x, a[1] if len(a) > 1 else None)),
+    "unsqueeze": lambda g, x, a, kw: g.call("reshape", x, shape=unsqueezed(x, a[1])),
+    "t": lambda g, x, a, kw: g.call("transpose", x, perm=tuple(reversed(range(x.ndim)))),
+    "permute": lambda g, x, a, kw: g.call("transpose", x, perm=tuple(int(p) for p in a[1])),
+    "transpose": lambda g, x, a, kw: g.call("transpose", x, perm=swapped(x.ndim, a[1], a[2])),
+    "expand": lambda g, x, a, kw: g.call("expand", x, shape=expanded(x, a[1])),
+    "detach": _same, "alias": _same, "lift_fresh_copy": _same,
+    "clone": lambda g, x, a, kw: g.call("copy", x),
+    "_to_copy": _to_copy,
+}
 
 
 def supported(overload: str) -> bool:
@@ -184,9 +178,8 @@ def translate(g: Graph, target: Any, args: list, kwargs: dict) -> Any:
     if not hasattr(target, "_schema"):
         raise NotImplementedError(f"{target} is not an aten op")
     packet = _packet(name)
-    out = _view(g, packet, args, kwargs)
-    if out is not None:
-        return out
+    if packet in _VIEWS:
+        return _VIEWS[packet](g, args[0] if args else None, list(args), dict(kwargs))
     row = ROWS.get(_ALIASES.get(packet, packet))
     if row is None or row[1] not in KINDS or (row[1] == "reduce_all" and len(args) > 1):
         raise NotImplementedError(f"aten.{name} has no row in the op table")
