@@ -68,6 +68,30 @@ const Row kRows[] = {
     {UD_OP_SIGMOID_BACKWARD, F_EW, E_SIGMOID_B},
     {UD_OP_TANH_BACKWARD, F_EW, E_TANH_B},
     {UD_OP_GELU_BACKWARD, F_EW, E_GELU_B},
+    {UD_OP_LOG1P, F_EW, E_LOG1P},
+    {UD_OP_EXPM1, F_EW, E_EXPM1},
+    {UD_OP_SILU, F_EW, E_SILU},
+    {UD_OP_SOFTPLUS, F_EW, E_SOFTPLUS},
+    {UD_OP_ELU, F_EW, E_ELU},
+    {UD_OP_LEAKY_RELU, F_EW, E_LEAKY_RELU},
+    {UD_OP_HARDSWISH, F_EW, E_HARDSWISH},
+    {UD_OP_HARDSIGMOID, F_EW, E_HARDSIGMOID},
+    {UD_OP_MISH, F_EW, E_MISH},
+    {UD_OP_LOG_SIGMOID, F_EW, E_LOG_SIGMOID},
+    {UD_OP_CLAMP, F_EW, E_CLAMP},
+    {UD_OP_ISNAN, F_EW, E_ISNAN},
+    {UD_OP_ISINF, F_EW, E_ISINF},
+    {UD_OP_FLOOR_DIVIDE, F_EW, E_FLOOR_DIVIDE},
+    {UD_OP_REMAINDER, F_EW, E_REMAINDER},
+    {UD_OP_XLOGY, F_EW, E_XLOGY},
+    {UD_OP_SILU_BACKWARD, F_EW, E_SILU_B},
+    {UD_OP_HARDSWISH_BACKWARD, F_EW, E_HARDSWISH_B},
+    {UD_OP_HARDSIGMOID_BACKWARD, F_EW, E_HARDSIGMOID_B},
+    {UD_OP_MISH_BACKWARD, F_EW, E_MISH_B},
+    {UD_OP_LOG_SIGMOID_BACKWARD, F_EW, E_LOG_SIGMOID_B},
+    {UD_OP_LEAKY_RELU_BACKWARD, F_EW, E_LEAKY_RELU_B},
+    {UD_OP_SOFTPLUS_BACKWARD, F_EW, E_SOFTPLUS_B},
+    {UD_OP_ELU_BACKWARD, F_EW, E_ELU_B},
     {UD_OP_SUM, F_REDUCE, R_SUM},
     {UD_OP_MEAN, F_REDUCE, R_MEAN},
     {UD_OP_MAX, F_REDUCE, R_MAX},
@@ -147,7 +171,9 @@ UD_Error* want_ndim(const char* op, const char* name, const UD_Tensor& t, int nd
 
 const UD_DType kBool = ud_dtype_of(UD_DT_BOOL), kI64 = ud_dtype_of(UD_DT_INT64);
 
-bool bool_output(int code) { return code == E_NOT || (code >= E_EQ && code <= E_OR); }
+bool bool_output(int code) {
+  return code == E_NOT || (code >= E_EQ && code <= E_OR) || code == E_ISNAN || code == E_ISINF;
+}
 
 UD_Error* check_ew(const OpInfo& op, const UD_KernelArgs* a) {
   const UD_Tensor& out = a->outputs[0];

@@ -65,12 +65,71 @@ UD_Error* fill_value(const UD_Tensor& y, double v, double step, cudaStream_t s, 
 struct EwParams {
   double alpha;
   bool tanh_approx;
+  double q[3]; /* attributes 1..3 (tier 3's softplus, elu, clamp; bools as 0 or 1) */
 };
 
 template <class T>
 __device__ __forceinline__ bool isnan_(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
   else return false;
+}
+
+/* tier 3, as torch's CPU kernels compute them (nan takes torch's branch); x86's ISPC and aurora's
+ * functors are the same formulas. The backwards get (grad, x) as (x, y). */
+template <class T>
+__device__ __forceinline__ T hardsig6(T x) {
+  T t = x + T(3);
+  t = t < T(0) ? T(0) : t;
+  return t > T(6) ? T(6) : t;
+}
+template <class T>
+__device__ __forceinline__ bool mod_fix(T m, T y) { return m != T(0) && (y < T(0)) != (m < T(0)); }
+
+template <class T, int OP>
+__device__ __forceinline__ auto ew_tier3(T x, T y, const EwParams& p) {
+  if constexpr (OP == E_ISNAN) return isnan_(x);
+  else if constexpr (OP == E_ISINF) { if constexpr (std::is_floating_point_v<T>) return (bool)isinf(x); else return false; }
+  else {
+    const T a = (T)p.alpha, q0 = (T)p.q[0], q1 = (T)p.q[1];
+    if constexpr (OP == E_LOG1P) return (T)log1p(x);
+    else if constexpr (OP == E_EXPM1) return (T)expm1(x);
+    else if constexpr (OP == E_SILU) return (T)(x / (T(1) + exp(-x)));
+    else if constexpr (OP == E_SOFTPLUS) return x * a > q0 ? x : (T)(log1p(exp(x * a)) / a);
+    else if constexpr (OP == E_ELU) return x <= T(0) ? (T)(expm1(x * q1) * (a * q0)) : (T)(x * q0);
+    else if constexpr (OP == E_LEAKY_RELU) return x > T(0) ? x : (T)(x * a);
+    else if constexpr (OP == E_HARDSWISH) return (T)(x * hardsig6(x) / T(6));
+    else if constexpr (OP == E_HARDSIGMOID) return (T)(hardsig6(x) / T(6));
+    else if constexpr (OP == E_MISH) return (T)(x * tanh(log1p(exp(x))));
+    else if constexpr (OP == E_LOG_SIGMOID) return (T)((x < T(0) ? x : T(0)) - log1p(exp(-fabs(x))));
+    else if constexpr (OP == E_CLAMP) { T r = x < a ? a : x; return isnan_(a) || isnan_(q0) ? (T)(a + q0) : r > q0 ? q0 : r; }
+    else if constexpr (OP == E_REMAINDER) { T m = fmod(x, y); return mod_fix(m, y) ? (T)(m + y) : m; }
+    else if constexpr (OP == E_FLOOR_DIVIDE) { /* torch's div_floor_floating */
+      if (y == T(0)) return (T)(x / y);
+      T m = fmod(x, y), d = (x - m) / y;
+      if (mod_fix(m, y)) d -= T(1);
+      if (d == T(0)) return (T)copysign(T(0), x / y);
+      T f = floor(d);
+      return d - f > T(0.5) ? (T)(f + T(1)) : f;
+    }
+    else if constexpr (OP == E_XLOGY) return isnan_(y) ? y : x == T(0) ? T(0) : (T)(x * log(y));
+    else if constexpr (OP == E_HARDSWISH_B) return y < T(-3) ? T(0) : y <= T(3) ? (T)(x * (y / T(3) + T(0.5))) : x;
+    else if constexpr (OP == E_HARDSIGMOID_B) return y > T(-3) && y < T(3) ? (T)(x / T(6)) : T(0);
+    else if constexpr (OP == E_LEAKY_RELU_B) return y > T(0) ? x : (T)(x * a);
+    else if constexpr (OP == E_SOFTPLUS_B) { T z = exp(y * a); return y * a > q0 ? x : (T)(x * z / (z + T(1))); }
+    else {
+      /* in double: float32's e^-x overflows below -88.7, where sigmoid(x) is still subnormal */
+      double g = x, v = y, s = 1 / (1 + ::exp(-v));
+      if constexpr (OP == E_SILU_B) return (T)(g * s * (1 + v * (1 - s)));
+      else if constexpr (OP == E_MISH_B) { double t = ::tanh(::log1p(::exp(v))); return (T)(g * (t + v * s * (1 - t * t))); }
+      else if constexpr (OP == E_LOG_SIGMOID_B) { double z = ::exp(-::fabs(v)), r = z / (1 + z); return (T)(v < 0 ? g * (1 - r) : g * r); }
+      else {
+        static_assert(OP == E_ELU_B, "unhandled tier-3 op");
+        if (!(v <= 0)) return (T)(g * p.q[0]);
+        if (p.q[2] != 0) return (T)(g * p.q[1] * (v + p.alpha * p.q[0]));
+        return (T)(g * p.q[1] * p.alpha * p.q[0] * ::exp(v * p.q[1]));
+      }
+    }
+  }
 }
 
 /* The value of op OP at one element; x, y, z are the inputs, c where's condition. */
@@ -126,6 +185,7 @@ __device__ __forceinline__ auto ew_value(T x, T y, T z, bool c, const EwParams& 
   else if constexpr (OP == E_THRESH_B) return (T)((double)y <= p.alpha ? T(0) : x); /* nan passes */
   else if constexpr (OP == E_SIGMOID_B) return (T)(x * y * (T(1) - y));
   else if constexpr (OP == E_TANH_B) return (T)(x * (T(1) - y * y));
+  else if constexpr (OP >= E_LOG1P) return ew_tier3<T, OP>(x, y, p);
   else {
     static_assert(OP == E_GELU_B, "unhandled elementwise op");
     if (p.tanh_approx) {
@@ -141,7 +201,8 @@ __device__ __forceinline__ auto ew_value(T x, T y, T z, bool c, const EwParams& 
 
 /* Inputs per op and the dtypes each op takes (mirrors the op table in check.cpp). */
 constexpr int ew_inputs(int op) {
-  return op <= E_NOT ? 1 : op == E_WHERE || op == E_ADDCMUL || op == E_ADDCDIV ? 3 : 2;
+  return op <= E_NOT || (op >= E_LOG1P && op <= E_ISINF) ? 1
+         : op == E_WHERE || op == E_ADDCMUL || op == E_ADDCDIV ? 3 : 2;
 }
 constexpr unsigned ew_dtypes(int op) {
   switch (op) {
@@ -149,6 +210,7 @@ constexpr unsigned ew_dtypes(int op) {
     case E_MAX: case E_MIN: case E_LT: case E_LE: case E_GT: case E_GE: case E_THRESH_B:
       return UD_DTM_NUMERIC;
     case E_NOT: case E_MUL: case E_EQ: case E_NE: case E_AND: case E_OR: case E_WHERE:
+    case E_ISNAN: case E_ISINF:
       return UD_DTM_ALL;
     default: return UD_DTM_FLOAT_GROUP;
   }
@@ -184,7 +246,9 @@ UD_Error* ew_op(const UD_KernelArgs* a, cudaStream_t s, const char* name) {
   if (!sv.numel) return nullptr;
   const UD_Attr* at = a->num_attrs ? &a->attrs[kEwAttr] : nullptr;
   EwParams p{at && at->type == UD_ATTR_FLOAT ? at->value.f : 1.0,
-             at && at->type == UD_ATTR_STRING && !strcmp(at->value.s, "tanh")};
+             at && at->type == UD_ATTR_STRING && !strcmp(at->value.s, "tanh"), {0, 0, 0}};
+  for (int i = 1; i < a->num_attrs && i < 4; i++)
+    p.q[i - 1] = a->attrs[i].type == UD_ATTR_FLOAT ? a->attrs[i].value.f : a->attrs[i].value.b;
   return by_dtype<ew_dtypes(OP)>(a->inputs[0].dtype, name, [&](auto t) {
     k_ew<decltype(t), OP, NT><<<blocks_for(sv.numel), kThreads, 0, s>>>(sv, p);
     return launched(name);
@@ -194,7 +258,7 @@ UD_Error* ew_op(const UD_KernelArgs* a, cudaStream_t s, const char* name) {
 template <int OP>
 UD_Error* ew_dispatch(int code, const UD_KernelArgs* a, cudaStream_t s, const char* name) {
   if (code == OP) return ew_op<OP>(a, s, name);
-  if constexpr (OP < E_GELU_B) return ew_dispatch<OP + 1>(code, a, s, name);
+  if constexpr (OP < E_ELU_B) return ew_dispatch<OP + 1>(code, a, s, name);
   return ud_kit_error(UD_ERR_INTERNAL, "%s: unknown elementwise code %d", name, code);
 }
 
