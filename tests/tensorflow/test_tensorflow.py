@@ -510,8 +510,8 @@ print("RESULT " + json.dumps(out))
 def test_keras_step_is_one_device_partition(installed, tf_type):
     """The fixed cost of a Keras step (issue 16): with int64 labels every node of the traced step
     is on the device (one partition, as on TF CPU); int32 labels add only TF's own host-memory
-    `_Arg` on the CPU (a second partition: 50-150 µs a step on 2 cores, that no kernel can avoid). Losses
-    equal TF CPU's."""
+    `_Arg` on the CPU (a second partition: 50-150 µs a step on 2 cores, which no kernel can
+    avoid). Losses equal TF CPU's."""
     def run(dev: str, env: dict) -> dict:
         res = subprocess.run([sys.executable, "-c", KERAS_STEP_PLACEMENT, dev], env=env,
                              capture_output=True, text=True, timeout=600)
