@@ -7,7 +7,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from unidev.kit import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, conv_algorithms, hookimpl
 
 __all__ = ["library_path", "library_dirs", "status", "unidev_algorithms", "unidev_plugin"]
 
@@ -66,15 +66,11 @@ def unidev_plugin() -> PluginSpec:
 
 
 # What src/check.cpp accepts as a conv `algorithm` besides "auto"
-_CONV_ALGORITHMS = (
-    ("cudnn", "cuDNN, the first algorithm its heuristics rank usable (no tensor-op math)"),
-    ("direct", "the plugin's direct convolution kernels (NCHW)"),
-    ("im2col", "the plugin's im2col kernel + cuBLAS GEMM"),
-)
-
-
 @hookimpl
 def unidev_algorithms() -> dict:
     """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
-    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
-    return {op: [dict(name=n, description=d) for n, d in _CONV_ALGORITHMS] for op in ops}
+    return conv_algorithms(
+        dict(name="cudnn", description="cuDNN, the first algorithm its heuristics rank usable (no "
+             "tensor-op math)"),
+        dict(name="direct", description="the plugin's direct convolution kernels (NCHW)"),
+        dict(name="im2col", description="the plugin's im2col kernel + cuBLAS GEMM"))

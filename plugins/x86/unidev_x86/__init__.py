@@ -1,10 +1,9 @@
 """The unidev plugin for x86-64 CPUs: host memory, ISPC kernels, OpenBLAS and oneDNN."""
 
-import ctypes
 import os
 from pathlib import Path
 
-from unidev.kit import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, conv_algorithms, hookimpl, native_counters
 
 __all__ = ["library_path", "unidev_algorithms", "unidev_debug_counters", "unidev_plugin"]
 
@@ -49,33 +48,18 @@ def unidev_plugin() -> PluginSpec:
 @hookimpl
 def unidev_debug_counters() -> dict[str, int]:
     """The native library's counters (src/layout.c in plugins/x86): layout_copies, ..."""
-    lib = ctypes.CDLL(library_path())  # the process's already loaded copy, when there is one
-    try:
-        name_of, value = lib.ud_x86_debug_counter_name, lib.ud_x86_debug_counter
-    except AttributeError:  # a library built before the counters
-        return {}
-    name_of.restype, name_of.argtypes = ctypes.c_char_p, [ctypes.c_int]
-    value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_char_p]
-    names: list[bytes] = []
-    while (n := name_of(len(names))) is not None:
-        names.append(n)
-    return {n.decode(): int(value(n)) for n in names}
+    return native_counters(library_path(), "ud_x86")
 
 
 # What src/dense/conv.cpp accepts as `algorithm` besides "auto" (its header says what auto picks):
-# name, description, dtypes (None: every conv dtype), rules (unidev.algorithms.RULES)
-_CONV_ALGORITHMS = (
-    ("onednn", "oneDNN's convolution primitives (NCHW or channels-last)", ("float32",), {}),
-    ("direct", "direct loops (ISPC for depthwise); for thin or depthwise layers", None, {}),
-    ("im2col", "im2col + OpenBLAS GEMM per (image, group)", None, {}),
-    ("winograd", "Winograd F(2x2, 3x3): 16 GEMMs over 4x4 tiles", None,
-     {"kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}),
-)
-
-
+# dtypes (absent: every conv dtype), requires (unidev.algorithms.RULES)
 @hookimpl
 def unidev_algorithms() -> dict:
     """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
-    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
-    return {op: [dict(name=n, description=d, dtypes=t, requires=r) for n, d, t, r in
-                 _CONV_ALGORITHMS] for op in ops}
+    return conv_algorithms(
+        dict(name="onednn", description="oneDNN's convolution primitives (NCHW or channels-last)",
+             dtypes=("float32",)),
+        dict(name="direct", description="direct loops (ISPC for depthwise): thin or depthwise"),
+        dict(name="im2col", description="im2col + OpenBLAS GEMM per (image, group)"),
+        dict(name="winograd", description="Winograd F(2x2, 3x3): 16 GEMMs over 4x4 tiles",
+             requires={"kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}))

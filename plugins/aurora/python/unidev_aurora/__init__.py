@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import ctypes
 from pathlib import Path
 
-from unidev.kit import Conformance, PluginSpec, hookimpl
+from unidev.kit import Conformance, PluginSpec, conv_algorithms, hookimpl, native_counters
 
 __all__ = ["library_path", "unidev_algorithms", "unidev_debug_counters", "unidev_plugin"]
 
@@ -38,22 +37,15 @@ def unidev_plugin() -> PluginSpec:
 @hookimpl
 def unidev_debug_counters() -> dict[str, int]:
     """The native library's counters (src/layout.cpp): layout_copies, counted as calls are made."""
-    lib = ctypes.CDLL(library_path())  # the process's already loaded copy, when there is one
-    value = lib.ud_aurora_debug_counter
-    value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_char_p]
-    return {name: int(value(name.encode())) for name in _COUNTERS}
+    return native_counters(library_path(), "ud_aurora", _COUNTERS)
 
 
 # What src/conv.cpp accepts as `algorithm` besides "auto" ("auto" also has register tiles for
 # unit-stride layers with few input taps, which no name selects)
-_CONV_ALGORITHMS = (
-    ("im2col", "im2col + BLAS GEMM per (image, group) on a column buffer"),
-    ("direct", "direct loops over output planes, one per core, output rows as the vector loop"),
-)
-
-
 @hookimpl
 def unidev_algorithms() -> dict:
     """The conv algorithms of every conv op (forward, both gradients, conv2d_bias_act)."""
-    ops = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "conv2d_bias_act")
-    return {op: [dict(name=n, description=d) for n, d in _CONV_ALGORITHMS] for op in ops}
+    return conv_algorithms(
+        dict(name="im2col", description="im2col + BLAS GEMM per (image, group) on a column buffer"),
+        dict(name="direct", description="direct loops over output planes, one per core, output "
+             "rows as the vector loop"))
