@@ -38,7 +38,7 @@ def unidev_plugin() -> PluginSpec:
         host_addressable=True,
         version="0.1.0",
         description="aarch64 host CPU: plugins/x86's ISPC kernels for NEON, OpenBLAS, own conv",
-        conformance=Conformance(tier=2),
+        conformance=Conformance(tier=4),
         applicable=_applicable(),
     )
 

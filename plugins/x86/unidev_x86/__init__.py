@@ -40,7 +40,7 @@ def unidev_plugin() -> PluginSpec:
         host_addressable=True,
         version="0.1.0",
         description="x86-64 host CPU: ISPC (AVX2/AVX-512) memory-bound kernels, OpenBLAS, oneDNN",
-        conformance=Conformance(tier=2),
+        conformance=Conformance(tier=4),
         applicable=_applicable(),
     )
 

@@ -25,10 +25,12 @@ constexpr bool kOneDNN = false;
 
 namespace ud_dense {
 
-// The tables' entry for a kernel that opens OpenMP regions (x86.h's ud_x86_omp_run says why).
-template <UD_KernelFn F>
+// The tables' entry for a kernel that opens OpenMP regions (x86.h's ud_x86_omp_run says why);
+// a call for which `inline_ok` holds opens none and runs on the calling thread (the hand-off
+// costs two thread switches, which a tiny kernel on a framework's executor thread feels).
+template <UD_KernelFn F, bool (*inline_ok)(const UD_KernelArgs*) = nullptr>
 UD_Error* omp_kernel(const UD_KernelArgs* a) {
-  return ud_x86_omp_run(F, a);
+  return inline_ok != nullptr && inline_ok(a) ? F(a) : ud_x86_omp_run(F, a);
 }
 
 template <class T>

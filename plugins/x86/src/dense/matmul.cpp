@@ -161,14 +161,25 @@ UD_Error* k_matmul(const UD_KernelArgs* args) {
   });
 }
 
+// Products of at most 2^16 multiply-adds per batch index: each is one single-threaded BLAS call
+// (gemm's split starts at 2^18; oneDNN's sgemm runs such sizes on one thread, without a parallel
+// region), and the copies around it are plain loops, so no OpenMP region opens. Malformed
+// arguments run inline too: the kernel refuses them before any work.
+bool small_product(const UD_KernelArgs* args) {
+  const UD_Tensor* t = args->num_inputs >= 2 ? args->inputs : nullptr;
+  if (!t || !t[0].shape || !t[1].shape || t[0].ndim < 2 || t[1].ndim < 2) return true;
+  const int64_t *a = t[0].shape + t[0].ndim - 2, *b = t[1].shape + t[1].ndim - 2;
+  return double(a[0]) * a[1] * b[1] <= 65536.0;
+}
+
 }  // namespace
 }  // namespace ud_dense
 
 using namespace ud_dense;  // the tables below name its kernels
 
 extern "C" const UD_X86Kernel ud_x86_matmul_kernels[] = {
-    {UD_OP_MATMUL, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_MATMUL>>},
-    {UD_OP_GEMM, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_GEMM>>},
+    {UD_OP_MATMUL, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_MATMUL>, small_product>},
+    {UD_OP_GEMM, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_GEMM>, small_product>},
     {UD_OP_GEMM_BIAS_ACT, UD_X86_FLOAT, omp_kernel<k_matmul<UD_OP_GEMM_BIAS_ACT>>},
     {0, 0, nullptr},
 };
