@@ -141,3 +141,33 @@ def test_cpu_tensors_run_the_fx_graph_eagerly(dev):
     with torch.no_grad():
         close(torch.compile(copy.deepcopy(cpu), backend="unidev")(x), cpu(x))
     assert dynamo.stats().get("programs", 0) == 0 and dynamo.stats()["eager_graphs"] >= 1
+
+
+@pytest.mark.parametrize("algorithms", ["direct", {"conv2d": "im2col",
+                                                   "conv2d_backward_weight": "direct"}])
+def test_compile_options_choose_conv_algorithms(dev, algorithms):
+    torch.manual_seed(0)
+    cpu = ConvNet()
+    model = copy.deepcopy(cpu).to(dev)
+    compiled = torch.compile(model, backend="unidev", options={"algorithms": algorithms})
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (cpu, model)]
+    for _ in range(2):
+        x, t = torch.randn(4, 3, 8, 8), torch.randint(0, 4, (4,))
+        for m, opt, xx, tt in ((cpu, opts[0], x, t), (compiled, opts[1], x.to(dev), t.to(dev))):
+            loss = F.cross_entropy(m(xx), tt)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            m.last = loss
+        close(compiled.last, cpu.last)
+    assert {"conv2d_backward_weight", "conv2d_backward_input"} <= set(ops())
+
+
+@pytest.mark.parametrize("options, words", [({"algorithms": "nonesuch"}, ["nonesuch"]),
+                                            ({"fusion": False}, ["unknown options", "fusion"])])
+def test_bad_compile_options_are_errors(dev, options, words):
+    compiled = torch.compile(ConvNet().to(dev), backend="unidev", options=options)
+    with pytest.raises(Exception) as e:  # Dynamo may wrap the backend's error
+        compiled(torch.randn(2, 3, 8, 8).to(dev))
+    for w in words:
+        assert w in str(e.value), str(e.value)

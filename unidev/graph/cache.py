@@ -86,9 +86,13 @@ def _from_disk(key: str, dev: Device) -> CompiledPlan | None:
 
 
 def compile(graph: Any, device: str | Device, *, dims: dict[str, int] | None = None,
-            optimize: bool = True, cache: bool = True, persist: bool = False) -> CompiledPlan:
+            optimize: bool = True, cache: bool = True, persist: bool = False,
+            algorithms: Any = None) -> CompiledPlan:
     """Optimize a copy of `graph` (symbolic dimensions bound by `dims`; passes.optimize for
     inference unless optimize=False), lower it for `device` and prepare it natively.
+
+    algorithms: a unidev.algorithms selector for the conv nodes (graph/algorithms.py's choose);
+    the chosen names are part of the graph and so of the plan's key.
 
     cache: reuse a plan compiled in this process for the same key (cache_key()); persist: also
     keep the plan file under UNIDEV_CACHE_DIR/graph-plans and start from it in a later process
@@ -101,6 +105,9 @@ def compile(graph: Any, device: str | Device, *, dims: dict[str, int] | None = N
             raise InvalidArgumentError(f"compile: input '{v.name}' has symbolic shape {v.shape}; "
                                        "bind its dimensions with dims={...} (plans are "
                                        "shape-specialized)")
+    if algorithms is not None:
+        from .algorithms import choose
+        graph = choose(graph, algorithms, dev.plugin)
     gkey = graph.key()
     key = cache_key(f"{gkey}:{int(optimize)}", [(tuple(v.shape), v.dtype) for v in graph.inputs],
                     dev)

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..algorithms.spec import AlgorithmError
 from .cache import compile as compile_graph
 from .ir import VIEW_OPS, Graph
 
@@ -119,8 +120,8 @@ class Partitioner:
 
     frontend = "graph"  # the IR graphs' frontend name
 
-    def __init__(self, device: str, stats: Stats) -> None:
-        self.device, self.stats = device, stats
+    def __init__(self, device: str, stats: Stats, algorithms: Any = None) -> None:
+        self.device, self.stats, self.algorithms = device, stats, algorithms
         self.prog: list = []
         self._open()
 
@@ -192,7 +193,9 @@ class Partitioner:
                 ready.add(node)
         self.g.output(*values)
         try:
-            cp = compile_graph(self.g, self.device)
+            cp = compile_graph(self.g, self.device, algorithms=self.algorithms)
+        except AlgorithmError:  # the user's selector: never a silent fallback
+            raise
         except Exception:  # e.g. a kernel the plugin lacks for a dtype: the nodes run eagerly
             nodes = list(self.vals)
             self._open()

@@ -8,6 +8,7 @@ Graphs whose tensors are not on the unidev device run eagerly as FX graphs.
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -44,26 +45,34 @@ def _decompositions() -> dict:
             if not _fx.supported(getattr(op, "__name__", ""))}
 
 
-def backend(gm: Any, example_inputs: list, **kwargs: Any) -> Any:
-    """The Dynamo backend (entry point torch_dynamo_backends: unidev)."""
+def backend(gm: Any, example_inputs: list, *, mode: str | None = None,
+            options: dict | None = None) -> Any:
+    """The Dynamo backend (entry point torch_dynamo_backends: unidev). options={"algorithms":
+    selector} picks the conv algorithms (unidev.algorithms); mode="max-autotune" autotunes them."""
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(fw_compiler=_compiler, bw_compiler=_compiler,
-                        decompositions=_decompositions())(gm, example_inputs, **kwargs)
+    opts = dict(options or {})
+    algorithms = opts.pop("algorithms", "autotune" if mode == "max-autotune" else None)
+    if opts:
+        raise ValueError(f"torch.compile(backend='unidev'): unknown options {sorted(opts)}; "
+                         "expected 'algorithms'")
+    compiler = functools.partial(_compiler, algorithms=algorithms)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
+                        decompositions=_decompositions())(gm, example_inputs)
 
 
 _KINDS = {"placeholder": "input", "call_function": "call", "output": "output"}
 
 
-def _compiler(gm: Any, example_inputs: list) -> Any:
+def _compiler(gm: Any, example_inputs: list, algorithms: Any = None) -> Any:
     """One FX graph: a program per input signature (a recompile per new shape)."""
     import torch
 
     out = next(n for n in gm.graph.nodes if n.op == "output")
     nodes = [(_KINDS.get(n.op, n.op), n) for n in gm.graph.nodes]
     programs = Programs(lambda args, env: _Builder(next(
-        a.device for a in args if isinstance(a, torch.Tensor))).build(nodes, iter(args), env),
-        _STATS)
+        a.device for a in args if isinstance(a, torch.Tensor)), algorithms).build(
+            nodes, iter(args), env), _STATS)
 
     def run(args: list) -> Any:
         name = _backend.STATE.torch_name
@@ -169,9 +178,9 @@ class _Builder(Partitioner):
 
     frontend = "torch"
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: Any, algorithms: Any = None) -> None:
         self.torch_device = device
-        super().__init__(f"{_backend.STATE.plugin}:{device.index or 0}", _STATS)
+        super().__init__(f"{_backend.STATE.plugin}:{device.index or 0}", _STATS, algorithms)
 
     def spec(self, v: Any) -> tuple | None:
         import torch
