@@ -171,3 +171,17 @@ def test_bad_compile_options_are_errors(dev, options, words):
         compiled(torch.randn(2, 3, 8, 8).to(dev))
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+def test_max_autotune_autotunes_the_convs(dev, tmp_path, monkeypatch):
+    import unidev.algorithms as ua
+
+    monkeypatch.setenv("UNIDEV_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    cpu = ConvNet().eval()
+    compiled = torch.compile(copy.deepcopy(cpu).to(dev), backend="unidev", mode="max-autotune")
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        close(compiled(x.to(dev)), cpu(x))
+    decided = ua.decisions()
+    assert len(decided) == 2 and all(d["op"] == "conv2d" for d in decided.values()), decided
