@@ -177,6 +177,7 @@ def test_max_autotune_autotunes_the_convs(dev, tmp_path, monkeypatch):
     import unidev.algorithms as ua
 
     monkeypatch.setenv("UNIDEV_CACHE_DIR", str(tmp_path))
+    ua.clear()  # also the process's memo of earlier decisions
     torch.manual_seed(0)
     cpu = ConvNet().eval()
     compiled = torch.compile(copy.deepcopy(cpu).to(dev), backend="unidev", mode="max-autotune")
