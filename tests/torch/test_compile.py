@@ -47,6 +47,22 @@ def close(a: torch.Tensor, b: torch.Tensor) -> None:
     torch.testing.assert_close(a.detach().cpu(), b.detach(), rtol=1e-4, atol=1e-5)
 
 
+def train_like_cpu(cpu: nn.Module, model: nn.Module, compiled, dev: str, shape: tuple,
+                   steps: int) -> None:
+    """`steps` SGD steps (momentum 0.9, cross-entropy over 4 classes) of `cpu` and of `compiled`
+    (over `model`, a copy of `cpu` on `dev`) on the same batches; the losses must agree."""
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (cpu, model)]
+    for _ in range(steps):
+        x, t = torch.randn(*shape), torch.randint(0, 4, (shape[0],))
+        for m, opt, xx, tt in ((cpu, opts[0], x, t), (compiled, opts[1], x.to(dev), t.to(dev))):
+            loss = F.cross_entropy(m(xx), tt)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            m.last = loss
+        close(compiled.last, cpu.last)
+
+
 @pytest.mark.parametrize("make,shape", [(mlp, (5, 12)), (ConvNet, (3, 3, 8, 8))],
                          ids=["mlp", "convnet"])
 def test_inference_matches_cpu_and_fuses(dev, make, shape):
@@ -75,17 +91,7 @@ def test_three_sgd_steps_match_cpu(dev, make, shape):
     torch.manual_seed(0)
     cpu = make()
     model = copy.deepcopy(cpu).to(dev)
-    compiled = torch.compile(model, backend="unidev")
-    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (cpu, model)]
-    for _ in range(3):
-        x, t = torch.randn(*shape), torch.randint(0, 4, (shape[0],))
-        for m, opt, xx, tt in ((cpu, opts[0], x, t), (compiled, opts[1], x.to(dev), t.to(dev))):
-            loss = F.cross_entropy(m(xx), tt)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            m.last = loss
-        close(compiled.last, cpu.last)
+    train_like_cpu(cpu, model, torch.compile(model, backend="unidev"), dev, shape, 3)
     for (name, a), b in zip(model.state_dict().items(), cpu.state_dict().values(), strict=True):
         assert a.device.type == dev, name
         close(a, b)
@@ -150,16 +156,7 @@ def test_compile_options_choose_conv_algorithms(dev, algorithms):
     cpu = ConvNet()
     model = copy.deepcopy(cpu).to(dev)
     compiled = torch.compile(model, backend="unidev", options={"algorithms": algorithms})
-    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (cpu, model)]
-    for _ in range(2):
-        x, t = torch.randn(4, 3, 8, 8), torch.randint(0, 4, (4,))
-        for m, opt, xx, tt in ((cpu, opts[0], x, t), (compiled, opts[1], x.to(dev), t.to(dev))):
-            loss = F.cross_entropy(m(xx), tt)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            m.last = loss
-        close(compiled.last, cpu.last)
+    train_like_cpu(cpu, model, compiled, dev, (4, 3, 8, 8), 2)
     assert {"conv2d_backward_weight", "conv2d_backward_input"} <= set(ops())
 
 
