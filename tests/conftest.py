@@ -52,15 +52,26 @@ def subprocess_env(plugin_sites) -> dict:
     return env
 
 
+def _bundled(name: str) -> str:
+    """`name` if that bundled plugin is installed and loads, else the test is skipped."""
+    try:
+        rec = discovery.get(name)
+    except unidev.PluginLoadError:
+        pytest.skip(f"plugin {name} not installed")
+    if rec.status != discovery.OK:
+        pytest.skip(f"plugin {name}: {rec.status}")
+    return name
+
+
 @pytest.fixture(params=["testdev", "x86", "aurora"])
 def dev(request) -> str:
     """Each device a framework-free test can use: the C test plugin, the bundled x86 and aurora."""
     if request.param == "testdev":
         return request.getfixturevalue("testdev")
-    try:
-        rec = discovery.get(request.param)
-    except unidev.PluginLoadError:
-        pytest.skip(f"plugin {request.param} not installed")
-    if rec.status != discovery.OK:
-        pytest.skip(f"plugin {request.param}: {rec.status}")
-    return request.param
+    return _bundled(request.param)
+
+
+@pytest.fixture(params=["x86", "aurora"])
+def plugin(request) -> str:
+    """Each bundled plugin with real kernels (x86, aurora); tests may define their own."""
+    return _bundled(request.param)

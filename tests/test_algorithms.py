@@ -13,20 +13,9 @@ import pytest
 import unidev
 import unidev.algorithms as ua
 from unidev import ops
-from unidev.core import discovery, reference
+from unidev.core import reference
 
 CONV = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
-
-
-@pytest.fixture(params=["x86", "aurora"])
-def plugin(request) -> str:
-    try:
-        rec = discovery.get(request.param)
-    except unidev.PluginLoadError:
-        pytest.skip(f"plugin {request.param} not installed")
-    if rec.status != discovery.OK:
-        pytest.skip(f"plugin {request.param}: {rec.status}")
-    return request.param
 
 
 def _layer(plugin, **kw) -> ua.Layer:
